@@ -1,0 +1,164 @@
+/* firth.h — the public C API of firth, a lakehouse-native streaming storage server.
+ *
+ * One API, embedded or remote: firth_open("file:/path/to/data") opens the storage engine in
+ * this process; "firth://host:port" (a later release) speaks the native protocol to a
+ * server. Tables hold typed rows; results and inputs travel as columnar batches that can be
+ * exported through the Arrow C Data Interface (https://arrow.apache.org/docs/format/CDataInterface.html).
+ *
+ * Errors: every function returns 0 or a negative code (FIRTH_E*) and fills the caller's
+ * firth_error with a message. Thread safety: a firth_client may be used from several
+ * threads at once, except firth_execute, whose session state (USE) belongs to one thread. */
+#ifndef FIRTH_FIRTH_H
+#define FIRTH_FIRTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FIRTH_VERSION "0.1.0"
+
+/* ---- Arrow C Data Interface (the ABI fixed by the Arrow specification) ------------------ */
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+#define ARROW_FLAG_DICTIONARY_ORDERED 1
+#define ARROW_FLAG_NULLABLE 2
+#define ARROW_FLAG_MAP_KEYS_SORTED 4
+struct ArrowSchema {
+    const char *format;
+    const char *name;
+    const char *metadata;
+    int64_t flags;
+    int64_t n_children;
+    struct ArrowSchema **children;
+    struct ArrowSchema *dictionary;
+    void (*release)(struct ArrowSchema *);
+    void *private_data;
+};
+struct ArrowArray {
+    int64_t length;
+    int64_t null_count;
+    int64_t offset;
+    int64_t n_buffers;
+    int64_t n_children;
+    const void **buffers;
+    struct ArrowArray **children;
+    struct ArrowArray *dictionary;
+    void (*release)(struct ArrowArray *);
+    void *private_data;
+};
+#endif
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+/* The codes match the engine's: 0 is success. */
+enum {
+    FIRTH_OK = 0,
+    FIRTH_EINVAL = -1,
+    FIRTH_ENOMEM = -2,
+    FIRTH_EIO = -3,
+    FIRTH_ENOSPC = -4,
+    FIRTH_ECORRUPT = -5,
+    FIRTH_ENOTFOUND = -6,
+    FIRTH_EEXIST = -7,
+    FIRTH_ERANGE = -8,
+    FIRTH_ELIMIT = -9,
+    FIRTH_EUNSUPPORTED = -10,
+    FIRTH_ESYNTAX = -11,
+    FIRTH_ETYPE = -12,
+    FIRTH_ESTATE = -13,
+};
+
+typedef struct firth_error {
+    int code;
+    char msg[256];
+} firth_error;
+
+/* ---- clients --------------------------------------------------------------------------- */
+
+typedef struct firth_client firth_client;
+
+/* Opens a client. target: "file:DIR" or a plain directory path (embedded engine, created
+ * when missing). The caller closes it with firth_close. */
+int firth_open(const char *target, firth_client **out, firth_error *err);
+void firth_close(firth_client *c);
+
+/* ---- batches --------------------------------------------------------------------------- */
+
+/* A columnar batch of rows. Owned by whoever receives it; free with firth_batch_free. */
+typedef struct firth_batch firth_batch;
+
+int64_t firth_batch_num_rows(const firth_batch *b);
+/* Exports the batch as a struct array; the outputs are the caller's to release and stay
+ * valid after the batch is freed. */
+int firth_batch_export(const firth_batch *b, struct ArrowSchema *schema,
+                       struct ArrowArray *array, firth_error *err);
+/* Imports a struct array (moved: its release callback is called when the batch is freed). */
+int firth_batch_import(struct ArrowSchema *schema, struct ArrowArray *array,
+                       firth_batch **out, firth_error *err);
+void firth_batch_free(firth_batch *b);
+
+/* ---- SQL ------------------------------------------------------------------------------- */
+
+/* Receives what firth_execute produces, statement by statement:
+ *   begin(schema_json)  for a statement returning rows: its schema as JSON
+ *   rows(batch)         for each result batch (the callee owns and frees it)
+ *   end(message)        when the statement is done: a message such as "table db.t created"
+ *                       or NULL for a query
+ * A callback returning non-zero stops execution. Any of them may be NULL. */
+typedef struct firth_sink {
+    void *ctx;
+    int (*begin)(void *ctx, const char *schema_json);
+    int (*rows)(void *ctx, firth_batch *batch);
+    int (*end)(void *ctx, const char *message);
+} firth_sink;
+
+/* Executes one or more ';'-separated statements, stopping at the first error, whose message
+ * names the line and column. The session's current database (USE) persists between calls
+ * on the same client. */
+int firth_execute(firth_client *c, const char *sql, const firth_sink *sink, firth_error *err);
+
+/* ---- tables: schema, produce, consume --------------------------------------------------- */
+
+/* The table's description as JSON (schema, options, buckets). *json is the caller's to free
+ * with firth_free. table is "db.t" or "t" in the current database. */
+int firth_table_info(firth_client *c, const char *table, char **json, firth_error *err);
+void firth_free(void *p);
+
+/* Appends the rows of batch to a table. writer_id and seq make the call idempotent: a
+ * retried (writer_id, seq) is not appended twice (use writer_id = -1 to opt out). Returns
+ * when the rows are durable; *appended counts the rows written by this call. */
+int firth_produce(firth_client *c, const char *table, const firth_batch *batch,
+                  int64_t writer_id, int32_t seq, int64_t *appended, firth_error *err);
+
+typedef enum firth_start {
+    FIRTH_START_EARLIEST,
+    FIRTH_START_LATEST,
+    FIRTH_START_OFFSET,
+    FIRTH_START_TIMESTAMP,
+} firth_start;
+
+typedef struct firth_scan_options {
+    firth_start start;
+    int64_t start_value;     /* the offset, or the timestamp in ms */
+    const char *columns;     /* "a,b" or NULL for all */
+    const char *where;       /* a SQL predicate or NULL */
+    int64_t max_records;     /* -1: no limit */
+} firth_scan_options;
+
+/* Called for each batch read: the bucket, the rows (the callee frees the batch), the
+ * offset of each row. Non-zero stops. */
+typedef int (*firth_scan_fn)(void *ctx, int bucket, firth_batch *batch,
+                             const int64_t *offsets);
+
+/* Reads the table's records from the start position to the current end of every bucket. */
+int firth_scan(firth_client *c, const char *table, const firth_scan_options *opts,
+               firth_scan_fn fn, void *ctx, firth_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,145 @@
+/* engine.h — the embedded storage engine: a catalog of databases and tables persisted under
+ * DATA_DIR/meta, each table's buckets and their logs, writers (with bucket assignment and
+ * idempotence) and readers (with projection and filter pushdown), and retention.
+ *
+ * Files:  DATA_DIR/meta/catalog.json        (written atomically: temp, fsync, rename, fsync dir)
+ *         DATA_DIR/meta/FIRTH               (format marker: "firth data dir v1")
+ *         DATA_DIR/log/<table_id>/b<bucket>/ (one fr_log per bucket)
+ *
+ * Thread: every function may be called from any thread. Catalog changes are serialized by
+ * one lock; appends to different buckets proceed in parallel; reads never block appends.
+ * Table handles (fr_table) are reference counted so that a DROP TABLE while a reader holds
+ * the table is safe: the files go when the last handle is released. */
+#ifndef FIRTH_ENGINE_H
+#define FIRTH_ENGINE_H
+
+#include "log/log.h"
+
+#define FR_BUCKETS_MAX 1024
+
+typedef struct fr_engine fr_engine;
+typedef struct fr_table fr_table;
+
+typedef struct fr_engine_options {
+    const char *data_dir;
+    fr_flush_mode flush;          /* `log.flush`: default FR_FLUSH_EVERY_APPEND */
+    int64_t flush_interval_ms;    /* for FR_FLUSH_INTERVAL */
+    int64_t segment_bytes;        /* `log.segment.bytes`: default 1 GiB */
+} fr_engine_options;
+
+void fr_engine_options_default(fr_engine_options *o);
+
+/* Opens or creates a data dir. A dir that exists but holds something other than a firth
+ * data dir (no meta/FIRTH marker and not empty), or a catalog that does not parse, is
+ * FR_EINVAL with a message saying which file and what to do. */
+int fr_engine_open(const fr_engine_options *opts, fr_engine **out, fr_error *err);
+void fr_engine_close(fr_engine *e);
+const char *fr_engine_data_dir(const fr_engine *e);
+
+/* ---- catalog --------------------------------------------------------------------------- */
+
+int fr_engine_create_database(fr_engine *e, const char *db, bool if_not_exists, fr_error *err);
+/* Drops a database; with cascade=false a non-empty database is FR_ESTATE. */
+int fr_engine_drop_database(fr_engine *e, const char *db, bool if_exists, bool cascade,
+                            fr_error *err);
+/* Names of databases (sorted). *names is an array of strings, all owned by the caller:
+ * free with fr_names_free. */
+int fr_engine_list_databases(fr_engine *e, char ***names, int *count, fr_error *err);
+int fr_engine_list_tables(fr_engine *e, const char *db, char ***names, int *count,
+                          fr_error *err);
+void fr_names_free(char **names, int count);
+
+/* A table option given in WITH ('key' = 'value'). */
+typedef struct fr_option {
+    const char *key;
+    const char *value;
+} fr_option;
+
+typedef struct fr_table_spec {
+    const char *db;
+    const char *name;
+    const fr_schema *schema;     /* copied; its id is replaced by 0 */
+    const fr_option *options;
+    int noptions;
+} fr_table_spec;
+
+/* Creates a table. Options understood now: bucket.num (default 1, 1..1024), bucket.key
+ * (comma-separated column names), table.log.ttl (duration, default 7d), table.log.arrow.
+ * compression.type (ZSTD default, LZ4_FRAME, NONE), table.log.retention.bytes. Unknown keys
+ * starting with "table." or "bucket." are FR_EINVAL; other keys are kept as given. */
+int fr_engine_create_table(fr_engine *e, const fr_table_spec *spec, bool if_not_exists,
+                           fr_error *err);
+int fr_engine_drop_table(fr_engine *e, const char *db, const char *name, bool if_exists,
+                         fr_error *err);
+
+/* Looks a table up and returns a handle the caller releases with fr_table_release. */
+int fr_engine_get_table(fr_engine *e, const char *db, const char *name, fr_table **out,
+                        fr_error *err);
+void fr_table_release(fr_table *t);
+
+/* What a table handle says of itself; pointers live as long as the handle. */
+const char *fr_table_db(const fr_table *t);
+const char *fr_table_name(const fr_table *t);
+int64_t fr_table_id(const fr_table *t);
+const fr_schema *fr_table_schema(const fr_table *t);
+int fr_table_num_buckets(const fr_table *t);
+/* Bucket-key column indexes; *n = 0 when the table has none. */
+const int *fr_table_bucket_key(const fr_table *t, int *n);
+fr_compression fr_table_compression(const fr_table *t);
+int fr_table_num_options(const fr_table *t);
+void fr_table_option(const fr_table *t, int i, const char **key, const char **value);
+/* The table as JSON (id, name, schema, options, buckets): for DESCRIBE and the protocol. */
+int fr_table_to_json(const fr_table *t, char **out, fr_error *err);
+
+/* ---- writes ---------------------------------------------------------------------------- */
+
+/* Appends the rows of b (whose schema must equal the table's, by types; names may differ)
+ * to the table: rows are split by bucket (hash of the bucket key, murmur3 over the key's
+ * canonical bytes, mod bucket.num; without a bucket key the whole batch goes to one bucket
+ * chosen round-robin per call), encoded and appended. Returns when every part is durable.
+ * writer_id/seq: FR_NO_WRITER/-1, or the idempotent writer's id and this batch's sequence
+ * number; a retried (writer, seq) is not appended twice (*appended then counts 0 rows for
+ * the buckets that had it). */
+int fr_table_append(fr_table *t, const fr_batch *b, int64_t writer_id, int32_t seq,
+                    int64_t *appended, fr_error *err);
+/* Appends one already-encoded record batch to bucket (the remote produce path). */
+int fr_table_append_encoded(fr_table *t, int bucket, uint8_t *rb, size_t len,
+                            int64_t *base_offset, fr_error *err);
+/* Which bucket row `row` of b goes to (for tests and clients that pre-split). */
+int fr_table_bucket_of(const fr_table *t, const fr_batch *b, int64_t row);
+
+/* ---- reads ----------------------------------------------------------------------------- */
+
+typedef enum fr_start_kind {
+    FR_START_EARLIEST,
+    FR_START_LATEST,
+    FR_START_OFFSET,    /* the same offset in every bucket */
+    FR_START_TIMESTAMP, /* the first record committed at or after value (ms) */
+} fr_start_kind;
+
+typedef struct fr_scan_spec {
+    fr_start_kind start;
+    int64_t start_value;
+    const int *columns;    /* projection, NULL for all */
+    int ncolumns;
+    const fr_expr *filter; /* bound to the table schema, or NULL */
+    int64_t max_records;   /* -1: no limit */
+    int bucket;            /* -1: all buckets */
+} fr_scan_spec;
+
+/* Called for each batch: bucket, the rows (projected, filtered; owned by the callee), the
+ * offset of each row, change types or NULL, the batch's commit timestamp. Non-zero stops. */
+typedef int (*fr_scan_fn)(void *ctx, int bucket, fr_batch *batch, const int64_t *offsets,
+                          const uint8_t *change_types, int64_t commit_ts, fr_error *err);
+
+/* Reads what is in the table now, bucket by bucket in bucket order, from the start
+ * position to each bucket's current end. */
+int fr_table_scan(fr_table *t, const fr_scan_spec *spec, fr_scan_fn fn, void *ctx,
+                  fr_error *err);
+/* The log of one bucket (owned by the table; lives as long as the handle). */
+fr_log *fr_table_log(fr_table *t, int bucket);
+
+/* Runs retention on every table now (the server also runs it on a timer). */
+int fr_engine_enforce_retention(fr_engine *e, fr_error *err);
+
+#endif

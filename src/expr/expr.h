@@ -1,0 +1,93 @@
+/* expr.h — typed scalar expressions over columnar batches: the common language of SQL's
+ * WHERE and SELECT lists, `firth consume --where`, and the log's filter pushdown.
+ *
+ * An expression is a tree built by the SQL layer (or a test) and bound to a schema: binding
+ * resolves column names to indexes, checks and infers types (with numeric promotion:
+ * integers < DECIMAL < DOUBLE) and folds nothing away. A bound expression is immutable and
+ * may be evaluated from several threads at once. Evaluation is vectorized: one call per
+ * batch produces a whole column.
+ *
+ * SQL three-valued logic holds: comparisons with NULL are NULL; AND/OR follow Kleene's
+ * tables; a filter keeps a row only when the predicate is TRUE. */
+#ifndef FIRTH_EXPR_H
+#define FIRTH_EXPR_H
+
+#include "arrow/arrow.h"
+
+#define FR_EXPR_DEPTH_MAX 256
+
+typedef enum fr_expr_kind {
+    FR_EX_LITERAL,  /* value */
+    FR_EX_COLUMN,   /* name (unbound) / column index (bound) */
+    FR_EX_UNARY,    /* op in {NOT, NEG}, args[0] */
+    FR_EX_BINARY,   /* op, args[0], args[1] */
+    FR_EX_IS_NULL,  /* args[0]; negated for IS NOT NULL */
+    FR_EX_IN,       /* args[0] IN (args[1..n-1]); negated for NOT IN */
+    FR_EX_BETWEEN,  /* args[0] BETWEEN args[1] AND args[2]; negated for NOT BETWEEN */
+    FR_EX_LIKE,     /* args[0] LIKE args[1] (pattern with % and _; ESCAPE not supported) */
+    FR_EX_CAST,     /* CAST(args[0] AS cast_type) */
+} fr_expr_kind;
+
+typedef enum fr_expr_op {
+    FR_OP_NONE = 0,
+    FR_OP_EQ, FR_OP_NE, FR_OP_LT, FR_OP_LE, FR_OP_GT, FR_OP_GE,
+    FR_OP_AND, FR_OP_OR, FR_OP_NOT,
+    FR_OP_ADD, FR_OP_SUB, FR_OP_MUL, FR_OP_DIV, FR_OP_MOD, FR_OP_NEG,
+    FR_OP_CONCAT, /* || */
+} fr_expr_op;
+
+/* Expression nodes are allocated in an arena that the creator owns; freeing the arena
+ * frees the tree. Fields are public so the parser and the planner can build and walk
+ * trees; do not modify a bound tree. */
+typedef struct fr_expr fr_expr;
+struct fr_expr {
+    fr_expr_kind kind;
+    fr_expr_op op;
+    bool negated;
+    int nargs;
+    fr_expr **args;
+    fr_value value;      /* FR_EX_LITERAL; string bytes live in the arena */
+    const char *name;    /* FR_EX_COLUMN: the name as written */
+    int column;          /* FR_EX_COLUMN: index in the bound schema, -1 before binding */
+    fr_type cast_type;   /* FR_EX_CAST */
+    fr_type type;        /* result type, set by binding */
+    int line, col;       /* position in the source text, for messages (1-based; 0 unknown) */
+};
+
+/* Node constructors; NULL when the arena is out of memory. */
+fr_expr *fr_expr_literal(fr_arena *a, const fr_value *v);
+fr_expr *fr_expr_column(fr_arena *a, const char *name);
+fr_expr *fr_expr_node(fr_arena *a, fr_expr_kind kind, fr_expr_op op, int nargs, fr_expr **args);
+
+/* Resolves names against schema and infers types, in place. Errors (unknown column, type
+ * mismatch such as 'abc' + 1) name the expression's line and column when known. */
+int fr_expr_bind(fr_expr *e, const fr_schema *schema, fr_error *err);
+
+/* Evaluates a bound expression over every row of b. *out is a new one-column batch whose
+ * single column has the expression's type; the caller frees it. */
+int fr_expr_eval(const fr_expr *e, const fr_batch *b, fr_batch **out, fr_error *err);
+/* Evaluates a bound BOOLEAN expression as a filter: `keep` (caller-allocated bitmap of
+ * (rows + 7) / 8 bytes) gets bit i set when the predicate is TRUE for row i. Returns the
+ * number of rows kept in *kept. */
+int fr_expr_filter(const fr_expr *e, const fr_batch *b, uint8_t *keep, int64_t *kept,
+                   fr_error *err);
+
+/* Per-column statistics of a batch, as the log stores them. */
+typedef struct fr_column_stats {
+    int64_t null_count;
+    bool has_minmax; /* false when unknown (e.g. strings over 64 bytes, all null) */
+    fr_value min, max;
+} fr_column_stats;
+
+/* Whether a batch with these statistics (one entry per schema column, `rows` rows) may hold
+ * a row where the bound predicate is TRUE. Conservative: true when unsure. */
+bool fr_expr_may_match(const fr_expr *e, const fr_column_stats *stats, int64_t rows);
+
+/* The columns a bound expression reads, as a bitmap over the schema's columns (caller
+ * provides (ncols + 7) / 8 zeroed bytes). */
+void fr_expr_columns(const fr_expr *e, uint8_t *used);
+
+/* Writes the expression as SQL text (for EXPLAIN-like messages and tests). */
+int fr_expr_format(const fr_expr *e, fr_buf *out, fr_error *err);
+
+#endif

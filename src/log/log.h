@@ -1,0 +1,168 @@
+/* log.h — the record-batch format and the log of one bucket: an ordered sequence of record
+ * batches kept in segment files with offset and time indexes.
+ *
+ * Invariants: offsets are dense and increase by one per record, starting at 0; a batch is
+ * visible to readers only after it is durable under the log's flush policy; a reader never
+ * sees a torn batch; after open, every batch in the log has passed its CRC check.
+ *
+ * The byte layout of a record batch is documented in docs/FORMAT.md; record_batch.c
+ * _Static_asserts it. */
+#ifndef FIRTH_LOG_H
+#define FIRTH_LOG_H
+
+#include "expr/expr.h"
+
+/* ---- the record batch ------------------------------------------------------------------ */
+
+#define FR_RB_MAGIC 1
+#define FR_RB_HEADER_BYTES 56
+#define FR_RB_BYTES_MAX (64 << 20)
+#define FR_RB_RECORDS_MAX (1 << 22)
+#define FR_RB_STRING_STAT_BYTES_MAX 64
+
+/* Change types of the records of a batch (log tables: all FR_CHANGE_APPEND). */
+typedef enum fr_change_type {
+    FR_CHANGE_APPEND = 0,        /* +A */
+    FR_CHANGE_INSERT = 1,        /* +I */
+    FR_CHANGE_UPDATE_BEFORE = 2, /* -U */
+    FR_CHANGE_UPDATE_AFTER = 3,  /* +U */
+    FR_CHANGE_DELETE = 4,        /* -D */
+} fr_change_type;
+const char *fr_change_type_name(fr_change_type t); /* "+A", "+I", "-U", "+U", "-D" */
+
+#define FR_NO_WRITER (-1)
+
+/* What the writer says of a batch it encodes. */
+typedef struct fr_rb_params {
+    int32_t schema_id;
+    fr_compression compression;
+    int64_t writer_id;      /* FR_NO_WRITER when not idempotent */
+    int32_t batch_sequence; /* -1 when not idempotent */
+    const uint8_t *change_types; /* one fr_change_type per row, or NULL for append-only */
+} fr_rb_params;
+
+/* Encodes b as one record batch (header, column statistics, change types, Arrow IPC
+ * RecordBatch message); base offset and commit timestamp are 0 until the log assigns them.
+ * Appends to out; the batch's length is a multiple of 8. */
+int fr_rb_encode(const fr_batch *b, const fr_rb_params *params, fr_buf *out, fr_error *err);
+
+/* A decoded view of a record batch's header; pointers point into the batch bytes. */
+typedef struct fr_rb_view {
+    int64_t base_offset;
+    int64_t commit_timestamp;
+    int32_t length;        /* total bytes, header included */
+    uint8_t attributes;
+    int32_t schema_id;
+    int32_t last_offset_delta;
+    int32_t record_count;
+    int64_t writer_id;
+    int32_t batch_sequence;
+    fr_compression compression;
+    bool append_only;
+    const uint8_t *stats;       int32_t stats_length;
+    const uint8_t *change_types; /* NULL when append-only */
+    const uint8_t *ipc;         int32_t ipc_length;
+} fr_rb_view;
+
+/* Validates and decodes the header at p (n bytes available): magic, lengths within n and the
+ * limits, CRC-32C over the covered bytes, sections that add up. FR_ECORRUPT on any
+ * mismatch, with the byte position; FR_ERANGE (not corrupt) when n is shorter than the
+ * batch's declared length, so that a caller can tell a torn tail from a bad batch. */
+int fr_rb_decode(const uint8_t *p, size_t n, fr_rb_view *out, fr_error *err);
+/* Decodes the statistics block into stats[ncols] (string values point into the batch). */
+int fr_rb_stats(const fr_rb_view *rb, const fr_schema *schema, fr_column_stats *stats,
+                fr_error *err);
+/* Sets base offset and commit timestamp in an encoded batch (outside the CRC). */
+void fr_rb_assign(uint8_t *batch, int64_t base_offset, int64_t commit_timestamp);
+
+/* ---- the log of one bucket ------------------------------------------------------------- */
+
+typedef enum fr_flush_mode {
+    FR_FLUSH_EVERY_APPEND, /* fsync before acknowledging; concurrent appends share one */
+    FR_FLUSH_INTERVAL,     /* fsync every flush_interval_ms; acknowledge at write */
+    FR_FLUSH_NONE,         /* leave it to the OS */
+} fr_flush_mode;
+
+typedef struct fr_log_options {
+    fr_flush_mode flush;
+    int64_t flush_interval_ms;
+    int64_t segment_bytes;       /* roll a segment past this size; default 1 GiB */
+    int64_t index_interval_bytes; /* an offset-index entry every so many bytes; default 4096 */
+    int64_t retention_ms;        /* -1: keep forever */
+    int64_t retention_bytes;     /* -1: no size limit */
+    const char *name;            /* for messages: "db.t bucket 3" */
+} fr_log_options;
+
+void fr_log_options_default(fr_log_options *o);
+
+typedef struct fr_log fr_log;
+
+/* Opens (creating dir if needed) the log in dir, recovering from a crash: the last
+ * segment's tail is checked batch by batch and anything after the last good batch (a bad
+ * CRC, a short batch, a bad index) is truncated, with a WARN log line saying what and how
+ * many bytes. Indexes that do not match their segment are rebuilt. */
+int fr_log_open(const char *dir, const fr_log_options *opts, fr_log **out, fr_error *err);
+/* Closes the log (flushing what is unflushed). */
+void fr_log_close(fr_log *log);
+
+/* Appends one encoded record batch (see fr_rb_encode). Assigns the base offset and the
+ * commit timestamp (never lower than the previous batch's), writes, and returns once the
+ * batch is durable under the flush policy. The bytes are copied; the caller keeps them.
+ * Thread: any; appends are serialized inside and concurrent appenders share one fsync.
+ * Idempotence: when the batch has a writer id and its sequence is not greater than the
+ * last one seen from that writer in this log, nothing is written, *base_offset is the
+ * offset of the earlier append when known, and FR_EDUPLICATE is returned.
+ * Errors: FR_ECORRUPT (bad CRC or layout), FR_EIO, FR_ENOSPC. */
+int fr_log_append(fr_log *log, uint8_t *batch, size_t len, int64_t *base_offset,
+                  fr_error *err);
+
+int64_t fr_log_start_offset(fr_log *log); /* earliest offset still kept */
+int64_t fr_log_end_offset(fr_log *log);   /* next offset to be assigned (visible end) */
+/* The first offset whose batch's commit timestamp is >= ts, or the end offset. */
+int fr_log_offset_for_time(fr_log *log, int64_t ts_ms, int64_t *offset, fr_error *err);
+
+/* A read: from an offset, projecting columns and filtering rows. */
+typedef struct fr_log_read {
+    int64_t from_offset;
+    const fr_schema *schema;  /* the table schema the batches were written with */
+    const int *columns;       /* columns to return, or NULL for all */
+    int ncolumns;
+    const fr_expr *filter;    /* bound to schema, or NULL */
+    int64_t max_bytes;        /* stop after about this many bytes of batches read */
+    int64_t max_records;      /* stop after this many records returned (-1: no limit) */
+} fr_log_read;
+
+/* Called once per batch read, in offset order. `batch` holds the projected columns of the
+ * rows that passed the filter (possibly zero rows when all were filtered), `offsets` the
+ * offset of each of its rows, `change_types` their change types (or NULL when append-only),
+ * commit_ts the batch's commit timestamp. Ownership of batch passes to the callee. Return
+ * non-zero to stop. */
+typedef int (*fr_log_batch_fn)(void *ctx, fr_batch *batch, const int64_t *offsets,
+                               const uint8_t *change_types, int64_t commit_ts, fr_error *err);
+
+/* Reads from r->from_offset to the end (or the limits): batches whose statistics rule the
+ * filter out are skipped without decoding; the others are projected (of the columns that
+ * the projection and the filter need) in their encoded form, decoded, filtered and
+ * projected. *next_offset is where the next read should start.
+ * Thread: any, concurrently with appends. */
+int fr_log_read_batches(fr_log *log, const fr_log_read *r, fr_log_batch_fn fn, void *ctx,
+                        int64_t *next_offset, fr_error *err);
+
+/* Reads raw record batches (as stored) from an offset, up to max_bytes (at least one
+ * batch): the first batch returned is the one containing from_offset. *out is owned by the
+ * caller. Used by replication, tiering and remote fetches. */
+int fr_log_read_raw(fr_log *log, int64_t from_offset, int64_t max_bytes, fr_buf *out,
+                    fr_error *err);
+
+/* Deletes whole segments that are older than the retention time or beyond the retention
+ * size (never the active segment). Returns the number of segments removed in *removed. */
+int fr_log_enforce_retention(fr_log *log, int64_t now_ms, int *removed, fr_error *err);
+
+/* Removes all data at and after offset (used by tests and by KV recovery). */
+int fr_log_truncate(fr_log *log, int64_t offset, fr_error *err);
+
+/* Sizes for metrics and DESCRIBE. */
+int64_t fr_log_size_bytes(fr_log *log);
+int fr_log_num_segments(fr_log *log);
+
+#endif

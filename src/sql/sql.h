@@ -1,0 +1,55 @@
+/* sql.h — firth's SQL: lexer, parser, planner and a vectorized executor over Arrow batches.
+ * It runs next to the engine (in the server, or in-process when embedded), never in a
+ * remote client.
+ *
+ * Statements (this layer grows with the project): CREATE DATABASE [IF NOT EXISTS] d;
+ * CREATE TABLE [IF NOT EXISTS] [d.]t (col TYPE [NOT NULL], ...) [WITH ('k'='v', ...)];
+ * DROP DATABASE|TABLE [IF EXISTS] x; SHOW DATABASES; SHOW TABLES [FROM d]; DESCRIBE t;
+ * USE d; INSERT INTO t [(cols)] VALUES (...), ...; SELECT cols|* FROM t [WHERE e] [LIMIT n].
+ * Several statements are separated by ';'.
+ *
+ * Errors of a statement carry its position: "line 3, column 14: unknown column 'x'". */
+#ifndef FIRTH_SQL_H
+#define FIRTH_SQL_H
+
+#include "engine/engine.h"
+
+#define FR_SQL_TEXT_BYTES_MAX (16 << 20)
+#define FR_SQL_VALUES_ROWS_MAX 1000000
+
+/* A session holds the current database (USE). Not thread-safe: one per connection. */
+typedef struct fr_sql_session fr_sql_session;
+
+int fr_sql_session_new(fr_engine *engine, fr_sql_session **out, fr_error *err);
+void fr_sql_session_free(fr_sql_session *s);
+const char *fr_sql_session_database(const fr_sql_session *s); /* "default" at start */
+
+/* What a statement produced, delivered through callbacks as it runs:
+ *   begin(schema)   once for a statement that returns rows (the schema lives until end)
+ *   rows(batch)     for each result batch (owned by the callee)
+ *   end(message)    once per statement: a message for statements without rows
+ *                   ("database d created", "3 rows inserted") or NULL
+ * Any callback returning non-zero stops execution. */
+typedef struct fr_sql_sink {
+    void *ctx;
+    int (*begin)(void *ctx, const fr_schema *schema, fr_error *err);
+    int (*rows)(void *ctx, fr_batch *batch, fr_error *err);
+    int (*end)(void *ctx, const char *message, fr_error *err);
+} fr_sql_sink;
+
+/* Parses and executes every statement of text in order, stopping at the first error. */
+int fr_sql_execute(fr_sql_session *s, const char *text, size_t len, const fr_sql_sink *sink,
+                   fr_error *err);
+
+/* Parses one expression (as in WHERE) and binds it to schema. The tree lives in arena. */
+int fr_sql_parse_expr(const char *text, size_t len, const fr_schema *schema, fr_arena *arena,
+                      fr_expr **out, fr_error *err);
+
+/* Splits "db.t" or "t" (with the session's database) into its parts, checking the names. */
+int fr_sql_resolve_table(const fr_sql_session *s, const char *name, char *db, size_t dbcap,
+                         char *table, size_t tcap, fr_error *err);
+
+/* Parses text into statements and discards them: the fuzz target's entry point. */
+int fr_sql_parse_only(const char *text, size_t len, fr_error *err);
+
+#endif
