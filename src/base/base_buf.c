@@ -1,0 +1,91 @@
+/* base_buf.c — the growable byte buffer. Invariant: len <= cap, and data is NULL exactly
+ * when cap is 0. Growth doubles so that appends are amortized O(1). */
+#include "base/base.h"
+
+#include <stdio.h>
+
+void fr_buf_init(fr_buf *b)
+{
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+}
+
+void fr_buf_free(fr_buf *b)
+{
+    fr_free(b->data);
+    fr_buf_init(b);
+}
+
+void fr_buf_reset(fr_buf *b)
+{
+    b->len = 0;
+}
+
+int fr_buf_reserve(fr_buf *b, size_t extra, fr_error *err)
+{
+    if (extra <= b->cap - b->len) return FR_OK;
+    FR_CHECK(extra <= SIZE_MAX / 2 - b->len, FR_ENOMEM, err,
+             "buffer of %zu bytes cannot grow by %zu bytes", b->len, extra);
+    size_t need = b->len + extra;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need) cap *= 2;
+    uint8_t *p = fr_realloc(b->data, cap);
+    FR_CHECK(p != NULL, FR_ENOMEM, err, "out of memory growing a buffer to %zu bytes", cap);
+    b->data = p;
+    b->cap = cap;
+    return FR_OK;
+}
+
+int fr_buf_append(fr_buf *b, const void *p, size_t n, fr_error *err)
+{
+    if (n == 0) return FR_OK;
+    FR_TRY(fr_buf_reserve(b, n, err));
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    return FR_OK;
+}
+
+int fr_buf_append_zeros(fr_buf *b, size_t n, fr_error *err)
+{
+    if (n == 0) return FR_OK;
+    FR_TRY(fr_buf_reserve(b, n, err));
+    memset(b->data + b->len, 0, n);
+    b->len += n;
+    return FR_OK;
+}
+
+int fr_buf_printf(fr_buf *b, fr_error *err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    FR_CHECK(n >= 0, FR_EINVAL, err, "bad format string \"%s\"", fmt);
+    /* One more byte for the NUL that vsnprintf writes; it is not counted in len. */
+    FR_TRY(fr_buf_reserve(b, (size_t)n + 1, err));
+    va_start(ap, fmt);
+    vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+    return FR_OK;
+}
+
+int fr_buf_pad(fr_buf *b, size_t align, fr_error *err)
+{
+    if (align == 0 || (align & (align - 1)) != 0)
+        return fr_fail(err, FR_EINVAL, "alignment %zu is not a power of two", align);
+    size_t rem = b->len & (align - 1);
+    if (rem == 0) return FR_OK;
+    return fr_buf_append_zeros(b, align - rem, err);
+}
+
+/* An empty buffer hands over a 1-byte allocation, so that NULL always means "no memory". */
+uint8_t *fr_buf_steal(fr_buf *b, size_t *len)
+{
+    uint8_t *p = b->data;
+    if (len) *len = b->len;
+    if (!p) p = fr_malloc(1);
+    fr_buf_init(b);
+    return p;
+}

@@ -1,0 +1,68 @@
+/* base_mem.c — the allocator every module uses, with a fault-injection countdown for tests.
+ *
+ * Invariant: fail_after == 0 means injection is off; otherwise it counts down by one per
+ * allocation and the allocation that brings it to zero fails (and turns injection off, so
+ * that cleanup code after the failure can allocate). The counter is atomic so tests with
+ * threads stay well defined. */
+#include "base/base.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+static _Atomic long fr_fail_after_count = 0;
+
+void fr_alloc_fail_after(long n)
+{
+    atomic_store(&fr_fail_after_count, n > 0 ? n : 0);
+}
+
+/* True when this allocation must fail. */
+static bool fr_alloc_should_fail(void)
+{
+    long cur = atomic_load_explicit(&fr_fail_after_count, memory_order_relaxed);
+    while (cur > 0) {
+        if (atomic_compare_exchange_weak(&fr_fail_after_count, &cur, cur - 1)) return cur == 1;
+    }
+    return false;
+}
+
+void *fr_malloc(size_t n)
+{
+    if (fr_alloc_should_fail() || n > PTRDIFF_MAX) return NULL;
+    return malloc(n ? n : 1);
+}
+
+void *fr_calloc(size_t count, size_t size)
+{
+    if (fr_alloc_should_fail()) return NULL;
+    if (count == 0 || size == 0) return calloc(1, 1);
+    if (count > SIZE_MAX / size) return NULL;
+    return calloc(count, size);
+}
+
+void *fr_realloc(void *p, size_t n)
+{
+    if (fr_alloc_should_fail() || n > PTRDIFF_MAX) return NULL;
+    return realloc(p, n ? n : 1);
+}
+
+void fr_free(void *p)
+{
+    free(p);
+}
+
+char *fr_strndup(const char *s, size_t n)
+{
+    size_t len = strnlen(s, n);
+    char *d = fr_malloc(len + 1);
+    if (!d) return NULL;
+    memcpy(d, s, len);
+    d[len] = '\0';
+    return d;
+}
+
+char *fr_strdup(const char *s)
+{
+    return fr_strndup(s, strlen(s));
+}
