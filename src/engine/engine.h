@@ -25,14 +25,21 @@ typedef struct fr_engine_options {
     fr_flush_mode flush;          /* `log.flush`: default FR_FLUSH_EVERY_APPEND */
     int64_t flush_interval_ms;    /* for FR_FLUSH_INTERVAL */
     int64_t segment_bytes;        /* `log.segment.bytes`: default 1 GiB */
+    int64_t retention_check_interval_ms; /* background retention pass; default 5 min, 0 off */
 } fr_engine_options;
 
 void fr_engine_options_default(fr_engine_options *o);
 
 /* Opens or creates a data dir. A dir that exists but holds something other than a firth
  * data dir (no meta/FIRTH marker and not empty), or a catalog that does not parse, is
- * FR_EINVAL with a message saying which file and what to do. */
+ * FR_EINVAL with a message saying which file and what to do. A new data dir starts with one
+ * database, "default". The data dir is locked (flock on meta/LOCK) while open: a second
+ * open, from this or another process, is FR_ESTATE naming the holder's pid. Open runs one
+ * retention pass and starts the background retention thread. */
 int fr_engine_open(const fr_engine_options *opts, fr_engine **out, fr_error *err);
+/* Stops the retention thread, releases the catalog's table handles and the lock. Every
+ * handle from fr_engine_get_table should be released before; one that is not keeps its
+ * logs open until released, but the data dir is no longer locked for it. */
 void fr_engine_close(fr_engine *e);
 const char *fr_engine_data_dir(const fr_engine *e);
 
@@ -64,9 +71,14 @@ typedef struct fr_table_spec {
 } fr_table_spec;
 
 /* Creates a table. Options understood now: bucket.num (default 1, 1..1024), bucket.key
- * (comma-separated column names), table.log.ttl (duration, default 7d), table.log.arrow.
- * compression.type (ZSTD default, LZ4_FRAME, NONE), table.log.retention.bytes. Unknown keys
- * starting with "table." or "bucket." are FR_EINVAL; other keys are kept as given. */
+ * (comma-separated column names), table.log.ttl (duration, default 7d; "-1" or "inf" keeps
+ * forever), table.log.arrow.compression.type (ZSTD default, LZ4_FRAME, NONE),
+ * table.log.retention.bytes (a size; default none). Unknown keys starting with "table." or
+ * "bucket." are FR_EINVAL; other keys are kept as given. Known values are stored
+ * normalized ("zstd" -> "ZSTD", bucket.key with the schema's column names).
+ * Names of databases and tables: 1..FR_NAME_BYTES_MAX characters of [A-Za-z0-9_],
+ * case-insensitive, stored lower-case. Errors: FR_EINVAL (names, options), FR_ENOTFOUND (no
+ * such database), FR_EEXIST (the table exists and !if_not_exists). */
 int fr_engine_create_table(fr_engine *e, const fr_table_spec *spec, bool if_not_exists,
                            fr_error *err);
 int fr_engine_drop_table(fr_engine *e, const char *db, const char *name, bool if_exists,
@@ -76,6 +88,9 @@ int fr_engine_drop_table(fr_engine *e, const char *db, const char *name, bool if
 int fr_engine_get_table(fr_engine *e, const char *db, const char *name, fr_table **out,
                         fr_error *err);
 void fr_table_release(fr_table *t);
+/* True once the table was dropped: appends through the handle fail with FR_ENOTFOUND,
+ * reads still work until the handle is released. */
+bool fr_table_dropped(const fr_table *t);
 
 /* What a table handle says of itself; pointers live as long as the handle. */
 const char *fr_table_db(const fr_table *t);
@@ -95,17 +110,26 @@ int fr_table_to_json(const fr_table *t, char **out, fr_error *err);
 
 /* Appends the rows of b (whose schema must equal the table's, by types; names may differ)
  * to the table: rows are split by bucket (hash of the bucket key, murmur3 over the key's
- * canonical bytes, mod bucket.num; without a bucket key the whole batch goes to one bucket
- * chosen round-robin per call), encoded and appended. Returns when every part is durable.
+ * canonical bytes, mod bucket.num; without a bucket key the whole batch goes to one bucket,
+ * derived from (writer_id, seq) for an idempotent writer so that a retry lands in the same
+ * bucket, else chosen round-robin per call), encoded and appended. Returns when every part
+ * is durable. When one part fails, the parts before it stay written: retry the call with
+ * the same (writer_id, seq) to complete it exactly once. The layout of the canonical key
+ * bytes is in docs/ENGINE.md.
  * writer_id/seq: FR_NO_WRITER/-1, or the idempotent writer's id and this batch's sequence
  * number; a retried (writer, seq) is not appended twice (*appended then counts 0 rows for
  * the buckets that had it). */
 int fr_table_append(fr_table *t, const fr_batch *b, int64_t writer_id, int32_t seq,
                     int64_t *appended, fr_error *err);
-/* Appends one already-encoded record batch to bucket (the remote produce path). */
+/* Appends one already-encoded record batch to bucket (the remote produce path). The batch
+ * must carry the table's schema id and a RecordBatch message that decodes against it.
+ * A retried (writer, sequence) is FR_EDUPLICATE, with *base_offset the offset of the
+ * earlier append when the log knows it. */
 int fr_table_append_encoded(fr_table *t, int bucket, uint8_t *rb, size_t len,
                             int64_t *base_offset, fr_error *err);
-/* Which bucket row `row` of b goes to (for tests and clients that pre-split). */
+/* Which bucket row `row` of b goes to (for tests and clients that pre-split): 0 for a
+ * one-bucket table, -1 for a table without a bucket key (its bucket is chosen per call),
+ * a negative FR_E* code when out of memory for a long key. */
 int fr_table_bucket_of(const fr_table *t, const fr_batch *b, int64_t row);
 
 /* ---- reads ----------------------------------------------------------------------------- */
@@ -141,5 +165,9 @@ fr_log *fr_table_log(fr_table *t, int bucket);
 
 /* Runs retention on every table now (the server also runs it on a timer). */
 int fr_engine_enforce_retention(fr_engine *e, fr_error *err);
+/* The same as of now_ms (tests use a clock of their own); *removed (may be NULL) gets the
+ * number of segments deleted. */
+int fr_engine_enforce_retention_at(fr_engine *e, int64_t now_ms, int *removed,
+                                   fr_error *err);
 
 #endif

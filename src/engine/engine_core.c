@@ -1,0 +1,651 @@
+/* engine_core.c — opening and closing a data dir (marker, lock, catalog, cleanup of files
+ * left by an interrupted DROP), the catalog operations (databases and tables), and the
+ * retention pass with its background thread.
+ *
+ * Invariants: while an engine is open it holds an exclusive flock on meta/LOCK, so no other
+ * engine (in this or another process) works on the same files; the catalog in memory and
+ * meta/catalog.json agree after every successful catalog call (a failed write is rolled
+ * back in memory); table ids are never reused within a data dir. */
+#include "engine/engine_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FR_RETENTION_INTERVAL_DEFAULT_MS (5 * 60 * 1000)
+
+void fr_engine_options_default(fr_engine_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->flush = FR_FLUSH_EVERY_APPEND;
+    o->flush_interval_ms = 1000;
+    o->segment_bytes = 1LL << 30;
+    o->retention_check_interval_ms = FR_RETENTION_INTERVAL_DEFAULT_MS;
+}
+
+const char *fr_engine_data_dir(const fr_engine *e) { return e->data_dir; }
+
+static int path_join(char *out, size_t cap, const char *a, const char *b, fr_error *err)
+{
+    int n = snprintf(out, cap, "%s/%s", a, b);
+    FR_CHECK(n > 0 && (size_t)n < cap, FR_EINVAL, err, "path too long: %s/%s", a, b);
+    return FR_OK;
+}
+
+/* ---- opening: marker, lock, catalog ---------------------------------------------------- */
+
+/* Whether dir holds nothing but what a start of firth may leave (meta/ with only LOCK). */
+static int dir_is_fresh(const char *dir, bool *fresh, fr_error *err)
+{
+    DIR *d = opendir(dir);
+    if (!d) return fr_fail_errno(err, errno, "open directory %s", dir);
+    *fresh = true;
+    struct dirent *de;
+    while (*fresh && (de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+        if (strcmp(de->d_name, "meta") != 0) {
+            *fresh = false;
+            break;
+        }
+        char meta[FR_ENGINE_PATH_BYTES_MAX];
+        snprintf(meta, sizeof meta, "%s/meta", dir);
+        DIR *m = opendir(meta);
+        struct dirent *me;
+        while (m && (me = readdir(m)) != NULL)
+            if (strcmp(me->d_name, ".") && strcmp(me->d_name, "..") && strcmp(me->d_name, "LOCK"))
+                *fresh = false;
+        if (m) closedir(m);
+        else *fresh = false;
+    }
+    closedir(d);
+    return FR_OK;
+}
+
+static int check_marker(const char *path, fr_error *err)
+{
+    uint8_t *data = NULL;
+    size_t len = 0;
+    FR_TRY(fr_read_file(path, 256, &data, &len, err));
+    bool ok = len == strlen(FR_ENGINE_MARKER) && memcmp(data, FR_ENGINE_MARKER, len) == 0;
+    char said[64];
+    size_t n = len < sizeof said - 1 ? len : sizeof said - 1;
+    for (size_t i = 0; i < n; i++) said[i] = (data[i] >= 32 && data[i] < 127) ? (char)data[i] : ' ';
+    said[n] = '\0';
+    while (n > 0 && said[n - 1] == ' ') said[--n] = '\0';
+    fr_free(data);
+    FR_CHECK(ok, FR_EINVAL, err, "%s says '%s' but this firth reads 'firth data dir v1': open "
+             "the data dir with the firth version that wrote it", path, said);
+    return FR_OK;
+}
+
+static int take_lock(fr_engine *e, fr_error *err)
+{
+    char path[FR_ENGINE_PATH_BYTES_MAX];
+    FR_TRY(path_join(path, sizeof path, e->meta_dir, "LOCK", err));
+    e->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (e->lock_fd < 0) return fr_fail_errno(err, errno, "open %s", path);
+    if (flock(e->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        int errnum = errno;
+        if (errnum != EWOULDBLOCK) return fr_fail_errno(err, errnum, "lock %s", path);
+        char buf[32] = {0};
+        ssize_t n = pread(e->lock_fd, buf, sizeof buf - 1, 0);
+        long long pid = 0;
+        if (n > 0) {
+            buf[n] = '\0';
+            pid = strtoll(buf, NULL, 10);
+        }
+        return fr_fail(err, FR_ESTATE, "data dir %s is in use by another firth process "
+                       "(pid %lld); stop it or use another data dir", e->data_dir, pid);
+    }
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(e->lock_fd, 0) != 0 || pwrite(e->lock_fd, pid, (size_t)n, 0) != n)
+        return fr_fail_errno(err, errno, "write %s", path);
+    return FR_OK;
+}
+
+static bool dir_is_empty_or_missing(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d) return true;
+    bool empty = true;
+    struct dirent *de;
+    while (empty && (de = readdir(d)) != NULL)
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) empty = false;
+    closedir(d);
+    return empty;
+}
+
+static int init_catalog(fr_engine *e, fr_error *err)
+{
+    e->dbs = fr_calloc(1, sizeof *e->dbs);
+    FR_CHECK(e->dbs, FR_ENOMEM, err, "out of memory creating the catalog");
+    e->dbs[0].name = fr_strdup(FR_ENGINE_DEFAULT_DATABASE);
+    e->dbs[0].created_ms = fr_now_ms();
+    FR_CHECK(e->dbs[0].name, FR_ENOMEM, err, "out of memory creating the catalog");
+    e->ndbs = 1;
+    e->next_table_id = 1;
+    return fr_catalog_save(e, err);
+}
+
+static int open_catalog(fr_engine *e, fr_error *err)
+{
+    char marker[FR_ENGINE_PATH_BYTES_MAX], catalog[FR_ENGINE_PATH_BYTES_MAX],
+        logdir[FR_ENGINE_PATH_BYTES_MAX];
+    FR_TRY(path_join(marker, sizeof marker, e->meta_dir, "FIRTH", err));
+    FR_TRY(path_join(catalog, sizeof catalog, e->meta_dir, "catalog.json", err));
+    FR_TRY(path_join(logdir, sizeof logdir, e->data_dir, "log", err));
+    /* The marker is written before the catalog, so a crash in between leaves a marker
+     * without a catalog, which is a new data dir as long as no table data exists. */
+    if (!fr_path_exists(marker))
+        FR_TRY(fr_write_file_atomic(marker, FR_ENGINE_MARKER, strlen(FR_ENGINE_MARKER), err));
+    FR_TRY(check_marker(marker, err));
+    if (fr_path_exists(catalog)) FR_TRY(fr_catalog_load(e, catalog, err));
+    else if (dir_is_empty_or_missing(logdir)) FR_TRY(init_catalog(e, err));
+    else
+        return fr_fail(err, FR_EINVAL, "%s is missing but %s holds table data: restore "
+                       "catalog.json from a backup", catalog, logdir);
+    return fr_mkdirs(logdir, err);
+}
+
+/* Removes the log directories of tables that are not in the catalog: a DROP TABLE removes
+ * the catalog entry first and the files after, so a crash in between leaves them. */
+static void remove_orphans(fr_engine *e)
+{
+    char logdir[FR_ENGINE_PATH_BYTES_MAX];
+    snprintf(logdir, sizeof logdir, "%s/log", e->data_dir);
+    DIR *d = opendir(logdir);
+    if (!d) return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        int64_t id;
+        fr_error err = {0};
+        if (de->d_name[0] < '0' || de->d_name[0] > '9' || fr_parse_i64(de->d_name, &id, &err) < 0)
+            continue;
+        bool known = false;
+        for (int i = 0; i < e->ntables && !known; i++) known = e->tables[i]->id == id;
+        if (known) continue;
+        char path[FR_ENGINE_PATH_BYTES_MAX];
+        snprintf(path, sizeof path, "%s/%s", logdir, de->d_name);
+        FR_INFO("removing %s: files of a dropped table", path);
+        if (fr_remove_tree(path, &err) < 0) FR_WARN("%s", err.msg);
+    }
+    closedir(d);
+}
+
+static void *retention_main(void *arg);
+
+static void init_stop_signal(fr_engine *e)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&e->stop_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&e->stop_mu, NULL);
+}
+
+static int start_retention(fr_engine *e, fr_error *err)
+{
+    if (e->opts.retention_check_interval_ms <= 0) return FR_OK;
+    int rc = pthread_create(&e->retention_thread, NULL, retention_main, e);
+    FR_CHECK(rc == 0, FR_EIO, err, "start the retention thread: %s", strerror(rc));
+    e->retention_running = true;
+    return FR_OK;
+}
+
+int fr_engine_open(const fr_engine_options *opts, fr_engine **out, fr_error *err)
+{
+    FR_CHECK(opts && opts->data_dir && opts->data_dir[0], FR_EINVAL, err,
+             "no data dir given");
+    size_t dl = strlen(opts->data_dir);
+    while (dl > 1 && opts->data_dir[dl - 1] == '/') dl--;
+    FR_CHECK(dl < FR_ENGINE_PATH_BYTES_MAX - 512, FR_EINVAL, err, "data dir path too long");
+    fr_engine *e = fr_calloc(1, sizeof *e);
+    FR_CHECK(e, FR_ENOMEM, err, "out of memory opening the engine");
+    e->lock_fd = -1;
+    e->opts = *opts;
+    pthread_mutex_init(&e->mu, NULL);
+    init_stop_signal(e);
+    int rc = FR_OK;
+    e->data_dir = fr_strndup(opts->data_dir, dl);
+    e->meta_dir = e->data_dir ? fr_malloc(dl + 6) : NULL;
+    if (!e->meta_dir) {
+        rc = fr_fail(err, FR_ENOMEM, "out of memory opening the engine");
+        goto fail;
+    }
+    snprintf(e->meta_dir, dl + 6, "%s/meta", e->data_dir);
+    e->opts.data_dir = e->data_dir;
+    FR_GOTO(fr_mkdirs(e->data_dir, err));
+    char marker[FR_ENGINE_PATH_BYTES_MAX];
+    snprintf(marker, sizeof marker, "%s/FIRTH", e->meta_dir);
+    if (!fr_path_exists(marker)) {
+        bool fresh = false;
+        FR_GOTO(dir_is_fresh(e->data_dir, &fresh, err));
+        if (!fresh) {
+            rc = fr_fail(err, FR_EINVAL, "%s is not empty and is not a firth data dir (it has "
+                         "no meta/FIRTH): give an empty or new directory", e->data_dir);
+            goto fail;
+        }
+    }
+    FR_GOTO(fr_mkdirs(e->meta_dir, err));
+    FR_GOTO(take_lock(e, err));
+    FR_GOTO(open_catalog(e, err));
+    remove_orphans(e);
+    fr_error rerr = {0};
+    if (fr_engine_enforce_retention(e, &rerr) < 0) FR_WARN("retention at open: %s", rerr.msg);
+    FR_GOTO(start_retention(e, err));
+    *out = e;
+    return FR_OK;
+fail:
+    fr_engine_close(e);
+    return rc;
+}
+
+void fr_engine_close(fr_engine *e)
+{
+    if (!e) return;
+    if (e->retention_running) {
+        pthread_mutex_lock(&e->stop_mu);
+        e->stopping = true;
+        pthread_cond_signal(&e->stop_cv);
+        pthread_mutex_unlock(&e->stop_mu);
+        pthread_join(e->retention_thread, NULL);
+    }
+    for (int i = 0; i < e->ntables; i++) {
+        if (atomic_load(&e->tables[i]->refs) > 1)
+            FR_WARN("closing the engine while table %s is still held", e->tables[i]->qname);
+        fr_table_release(e->tables[i]);
+    }
+    fr_free(e->tables);
+    for (int i = 0; i < e->ndbs; i++) fr_free(e->dbs[i].name);
+    fr_free(e->dbs);
+    if (e->lock_fd >= 0) close(e->lock_fd);
+    pthread_mutex_destroy(&e->mu);
+    pthread_mutex_destroy(&e->stop_mu);
+    pthread_cond_destroy(&e->stop_cv);
+    fr_free(e->data_dir);
+    fr_free(e->meta_dir);
+    fr_free(e);
+}
+
+/* ---- databases ------------------------------------------------------------------------- */
+
+static int find_db(const fr_engine *e, const char *db)
+{
+    for (int i = 0; i < e->ndbs; i++)
+        if (strcmp(e->dbs[i].name, db) == 0) return i;
+    return -1;
+}
+
+static int find_table(const fr_engine *e, const char *db, const char *name)
+{
+    for (int i = 0; i < e->ntables; i++)
+        if (strcmp(e->tables[i]->db, db) == 0 && strcmp(e->tables[i]->name, name) == 0) return i;
+    return -1;
+}
+
+int fr_engine_create_database(fr_engine *e, const char *db, bool if_not_exists, fr_error *err)
+{
+    char name[FR_NAME_BYTES_MAX + 1];
+    FR_TRY(fr_name_normalize("database", db, name, err));
+    int rc = FR_OK;
+    pthread_mutex_lock(&e->mu);
+    if (find_db(e, name) >= 0) {
+        if (!if_not_exists) rc = fr_fail(err, FR_EEXIST, "database %s already exists", name);
+        goto fail;
+    }
+    fr_db_entry *dbs = fr_realloc(e->dbs, (size_t)(e->ndbs + 1) * sizeof *dbs);
+    char *copy = fr_strdup(name);
+    if (dbs) e->dbs = dbs;
+    if (!dbs || !copy) {
+        fr_free(copy);
+        rc = fr_fail(err, FR_ENOMEM, "out of memory creating database %s", name);
+        goto fail;
+    }
+    e->dbs[e->ndbs].name = copy;
+    e->dbs[e->ndbs].created_ms = fr_now_ms();
+    e->ndbs++;
+    rc = fr_catalog_save(e, err);
+    if (rc < 0) fr_free(e->dbs[--e->ndbs].name);
+fail:
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
+/* Takes table i out of the catalog array (the caller holds e->mu). */
+static fr_table *take_table(fr_engine *e, int i)
+{
+    fr_table *t = e->tables[i];
+    memmove(&e->tables[i], &e->tables[i + 1], (size_t)(e->ntables - i - 1) * sizeof t);
+    e->ntables--;
+    return t;
+}
+
+int fr_engine_drop_database(fr_engine *e, const char *db, bool if_exists, bool cascade,
+                            fr_error *err)
+{
+    char name[FR_NAME_BYTES_MAX + 1];
+    FR_TRY(fr_name_normalize("database", db, name, err));
+    int rc = FR_OK;
+    pthread_mutex_lock(&e->mu);
+    int di = find_db(e, name);
+    if (di < 0) {
+        if (!if_exists) rc = fr_fail(err, FR_ENOTFOUND, "database %s does not exist", name);
+        pthread_mutex_unlock(&e->mu);
+        return rc;
+    }
+    int ntab = 0;
+    for (int i = 0; i < e->ntables; i++) ntab += strcmp(e->tables[i]->db, name) == 0;
+    if (ntab > 0 && !cascade) {
+        pthread_mutex_unlock(&e->mu);
+        return fr_fail(err, FR_ESTATE, "database %s holds %d table%s: drop them first or "
+                       "use DROP DATABASE ... CASCADE", name, ntab, ntab == 1 ? "" : "s");
+    }
+    /* Save a catalog without the database and its tables; then take them out for good. */
+    fr_table **all = e->tables, **kept = fr_calloc((size_t)e->ntables + 1, sizeof *kept);
+    fr_table **gone = fr_calloc((size_t)ntab + 1, sizeof *gone);
+    if (!kept || !gone) {
+        fr_free(kept);
+        fr_free(gone);
+        pthread_mutex_unlock(&e->mu);
+        return fr_fail(err, FR_ENOMEM, "out of memory dropping database %s", name);
+    }
+    int nall = e->ntables, nkept = 0, ngone = 0;
+    for (int i = 0; i < nall; i++) {
+        if (strcmp(all[i]->db, name) == 0) gone[ngone++] = all[i];
+        else kept[nkept++] = all[i];
+    }
+    fr_db_entry dbe = e->dbs[di];
+    e->tables = kept;
+    e->ntables = nkept;
+    memmove(&e->dbs[di], &e->dbs[di + 1], (size_t)(e->ndbs - di - 1) * sizeof dbe);
+    e->ndbs--;
+    rc = fr_catalog_save(e, err);
+    if (rc < 0) { /* put everything back as it was */
+        memmove(&e->dbs[di + 1], &e->dbs[di], (size_t)(e->ndbs - di) * sizeof dbe);
+        e->dbs[di] = dbe;
+        e->ndbs++;
+        e->tables = all;
+        e->ntables = nall;
+        fr_free(kept);
+        fr_free(gone);
+        pthread_mutex_unlock(&e->mu);
+        return rc;
+    }
+    fr_free(all);
+    fr_free(dbe.name);
+    pthread_mutex_unlock(&e->mu);
+    for (int i = 0; i < ngone; i++) {
+        atomic_store(&gone[i]->dropped, true);
+        fr_table_release(gone[i]);
+    }
+    fr_free(gone);
+    return FR_OK;
+}
+
+static int names_sorted_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void fr_names_free(char **names, int count)
+{
+    if (!names) return;
+    for (int i = 0; i < count; i++) fr_free(names[i]);
+    fr_free(names);
+}
+
+/* Copies the selected names (db == NULL: the databases) into a sorted array. */
+static int list_names(fr_engine *e, const char *db, char ***names, int *count, fr_error *err)
+{
+    int n = db ? e->ntables : e->ndbs, k = 0;
+    char **out = fr_calloc((size_t)n + 1, sizeof *out);
+    FR_CHECK(out, FR_ENOMEM, err, "out of memory listing names");
+    for (int i = 0; i < n; i++) {
+        if (db && strcmp(e->tables[i]->db, db) != 0) continue;
+        out[k] = fr_strdup(db ? e->tables[i]->name : e->dbs[i].name);
+        if (!out[k]) {
+            fr_names_free(out, k);
+            return fr_fail(err, FR_ENOMEM, "out of memory listing names");
+        }
+        k++;
+    }
+    qsort(out, (size_t)k, sizeof *out, names_sorted_cmp);
+    *names = out;
+    *count = k;
+    return FR_OK;
+}
+
+int fr_engine_list_databases(fr_engine *e, char ***names, int *count, fr_error *err)
+{
+    pthread_mutex_lock(&e->mu);
+    int rc = list_names(e, NULL, names, count, err);
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
+int fr_engine_list_tables(fr_engine *e, const char *db, char ***names, int *count,
+                          fr_error *err)
+{
+    char name[FR_NAME_BYTES_MAX + 1];
+    FR_TRY(fr_name_normalize("database", db, name, err));
+    pthread_mutex_lock(&e->mu);
+    int rc = find_db(e, name) < 0
+                 ? fr_fail(err, FR_ENOTFOUND, "database %s does not exist", name)
+                 : list_names(e, name, names, count, err);
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
+/* ---- tables ---------------------------------------------------------------------------- */
+
+/* A copy of the spec's schema with id 0: the first version of the new table. */
+static int first_schema(const fr_schema *s, fr_schema ***out, fr_error *err)
+{
+    int n = fr_schema_num_fields(s);
+    FR_CHECK(n >= 1, FR_EINVAL, err, "a table needs at least one column");
+    fr_field *fields = fr_calloc((size_t)n, sizeof *fields);
+    fr_schema **arr = fr_calloc(1, sizeof *arr);
+    int rc = fields && arr ? FR_OK : fr_fail(err, FR_ENOMEM, "out of memory copying a schema");
+    for (int i = 0; rc == FR_OK && i < n; i++) fields[i] = *fr_schema_field(s, i);
+    if (rc == FR_OK) rc = fr_schema_new(fields, n, 0, &arr[0], err);
+    fr_free(fields);
+    if (rc < 0) {
+        fr_free(arr);
+        return rc;
+    }
+    *out = arr;
+    return FR_OK;
+}
+
+static int add_table_locked(fr_engine *e, const char *db, const char *name,
+                            fr_schema **schemas, fr_table_conf *conf, fr_error *err)
+{
+    fr_table **tables = fr_realloc(e->tables, (size_t)(e->ntables + 1) * sizeof *tables);
+    if (!tables) {
+        fr_schema_free(schemas[0]);
+        fr_free(schemas);
+        fr_table_conf_free(conf);
+        return fr_fail(err, FR_ENOMEM, "out of memory creating table %s.%s", db, name);
+    }
+    e->tables = tables;
+    fr_table *t = NULL;
+    FR_TRY(fr_table_create_obj(e->next_table_id, db, name, fr_now_ms(), schemas, 1, conf,
+                               e->data_dir, &e->opts, &t, err));
+    e->tables[e->ntables++] = t;
+    e->next_table_id++;
+    int rc = fr_catalog_save(e, err);
+    if (rc < 0) {
+        e->next_table_id--;
+        fr_table_release(take_table(e, e->ntables - 1));
+    }
+    return rc;
+}
+
+int fr_engine_create_table(fr_engine *e, const fr_table_spec *spec, bool if_not_exists,
+                           fr_error *err)
+{
+    char db[FR_NAME_BYTES_MAX + 1], name[FR_NAME_BYTES_MAX + 1];
+    FR_TRY(fr_name_normalize("database", spec->db, db, err));
+    FR_TRY(fr_name_normalize("table", spec->name, name, err));
+    FR_CHECK(spec->schema, FR_EINVAL, err, "table %s.%s has no schema", db, name);
+    fr_schema **schemas = NULL;
+    FR_TRY(first_schema(spec->schema, &schemas, err));
+    fr_table_conf conf;
+    int rc = fr_table_conf_parse(schemas[0], spec->options, spec->noptions, &conf, err);
+    if (rc < 0) {
+        fr_error_wrap(err, "table %s.%s", db, name);
+        fr_schema_free(schemas[0]);
+        fr_free(schemas);
+        return rc;
+    }
+    pthread_mutex_lock(&e->mu);
+    if (find_db(e, db) < 0) rc = fr_fail(err, FR_ENOTFOUND, "database %s does not exist", db);
+    else if (find_table(e, db, name) >= 0)
+        rc = if_not_exists ? 1 : fr_fail(err, FR_EEXIST, "table %s.%s already exists", db, name);
+    if (rc == FR_OK) {
+        rc = add_table_locked(e, db, name, schemas, &conf, err);
+    } else {
+        fr_schema_free(schemas[0]);
+        fr_free(schemas);
+        fr_table_conf_free(&conf);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return rc < 0 ? rc : FR_OK;
+}
+
+int fr_engine_drop_table(fr_engine *e, const char *db, const char *name, bool if_exists,
+                         fr_error *err)
+{
+    char d[FR_NAME_BYTES_MAX + 1], n[FR_NAME_BYTES_MAX + 1];
+    FR_TRY(fr_name_normalize("database", db, d, err));
+    FR_TRY(fr_name_normalize("table", name, n, err));
+    pthread_mutex_lock(&e->mu);
+    int i = find_table(e, d, n);
+    if (i < 0) {
+        int rc = if_exists ? FR_OK
+                 : find_db(e, d) < 0
+                     ? fr_fail(err, FR_ENOTFOUND, "database %s does not exist", d)
+                     : fr_fail(err, FR_ENOTFOUND, "table %s.%s does not exist", d, n);
+        pthread_mutex_unlock(&e->mu);
+        return rc;
+    }
+    fr_table *t = take_table(e, i);
+    int rc = fr_catalog_save(e, err);
+    if (rc < 0) { /* put it back where it was */
+        memmove(&e->tables[i + 1], &e->tables[i], (size_t)(e->ntables - i) * sizeof t);
+        e->tables[i] = t;
+        e->ntables++;
+        pthread_mutex_unlock(&e->mu);
+        return rc;
+    }
+    atomic_store(&t->dropped, true);
+    pthread_mutex_unlock(&e->mu);
+    fr_table_release(t); /* the files go with the last handle */
+    return FR_OK;
+}
+
+int fr_engine_get_table(fr_engine *e, const char *db, const char *name, fr_table **out,
+                        fr_error *err)
+{
+    char d[FR_NAME_BYTES_MAX + 1], n[FR_NAME_BYTES_MAX + 1];
+    FR_TRY(fr_name_normalize("database", db, d, err));
+    FR_TRY(fr_name_normalize("table", name, n, err));
+    int rc = FR_OK;
+    pthread_mutex_lock(&e->mu);
+    int i = find_table(e, d, n);
+    if (i >= 0) {
+        fr_table_retain(e->tables[i]);
+        *out = e->tables[i];
+    } else if (find_db(e, d) < 0) {
+        rc = fr_fail(err, FR_ENOTFOUND, "database %s does not exist", d);
+    } else {
+        rc = fr_fail(err, FR_ENOTFOUND, "table %s.%s does not exist", d, n);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
+/* ---- retention ------------------------------------------------------------------------- */
+
+static int table_retention(fr_table *t, int64_t now_ms, int *removed, fr_error *err)
+{
+    int rc = FR_OK;
+    for (int b = 0; b < t->conf.nbuckets; b++) {
+        fr_log *log = NULL;
+        fr_error e2 = {0};
+        int r = fr_table_get_log_if_exists(t, b, &log, &e2);
+        int n = 0;
+        if (r == FR_OK && log) r = fr_log_enforce_retention(log, now_ms, &n, &e2);
+        *removed += n;
+        if (r < 0 && rc == FR_OK) { /* keep going: one bad bucket must not stop the rest */
+            rc = r;
+            *err = e2;
+        }
+    }
+    return rc;
+}
+
+int fr_engine_enforce_retention_at(fr_engine *e, int64_t now_ms, int *removed, fr_error *err)
+{
+    pthread_mutex_lock(&e->mu);
+    int n = e->ntables;
+    fr_table **snap = fr_calloc((size_t)n + 1, sizeof *snap);
+    for (int i = 0; snap && i < n; i++) {
+        snap[i] = e->tables[i];
+        fr_table_retain(snap[i]);
+    }
+    pthread_mutex_unlock(&e->mu);
+    FR_CHECK(snap, FR_ENOMEM, err, "out of memory running retention");
+    int rc = FR_OK, total = 0;
+    for (int i = 0; i < n; i++) {
+        fr_error e2 = {0};
+        int r = table_retention(snap[i], now_ms, &total, &e2);
+        if (r < 0 && rc == FR_OK) {
+            rc = r;
+            if (err) *err = e2;
+        }
+        fr_table_release(snap[i]);
+    }
+    fr_free(snap);
+    if (removed) *removed = total;
+    return rc;
+}
+
+int fr_engine_enforce_retention(fr_engine *e, fr_error *err)
+{
+    return fr_engine_enforce_retention_at(e, fr_now_ms(), NULL, err);
+}
+
+static void *retention_main(void *arg)
+{
+    fr_engine *e = arg;
+    int64_t interval = e->opts.retention_check_interval_ms;
+    pthread_mutex_lock(&e->stop_mu);
+    while (!e->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += interval / 1000;
+        until.tv_nsec += (interval % 1000) * 1000000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        while (!e->stopping && pthread_cond_timedwait(&e->stop_cv, &e->stop_mu, &until) == 0) {
+        }
+        if (e->stopping) break;
+        pthread_mutex_unlock(&e->stop_mu);
+        fr_error err = {0};
+        if (fr_engine_enforce_retention(e, &err) < 0) FR_WARN("retention: %s", err.msg);
+        pthread_mutex_lock(&e->stop_mu);
+    }
+    pthread_mutex_unlock(&e->stop_mu);
+    return NULL;
+}

@@ -1,0 +1,267 @@
+/* engine_table.c — table handles: their lifetime (reference counts, removal of a dropped
+ * table's files by the last holder), what a handle says of itself, the lazy opening of
+ * each bucket's log, and the table as JSON.
+ *
+ * Invariants: logs[b] goes from NULL to an open log once, under t->mu, and stays until the
+ * table is destroyed; the catalog fields (schemas, conf, names) never change after
+ * creation, so they are read without a lock. */
+#include "engine/engine_int.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <jansson.h>
+#include <stdio.h>
+
+int fr_table_create_obj(int64_t id, const char *db, const char *name, int64_t created_ms,
+                        fr_schema **schemas, int nschemas, fr_table_conf *conf,
+                        const char *data_dir, const fr_engine_options *eo, fr_table **out,
+                        fr_error *err)
+{
+    fr_table *t = fr_calloc(1, sizeof *t);
+    if (!t) {
+        for (int i = 0; i < nschemas; i++) fr_schema_free(schemas[i]);
+        fr_free(schemas);
+        fr_table_conf_free(conf);
+        return fr_fail(err, FR_ENOMEM, "out of memory creating table %s.%s", db, name);
+    }
+    atomic_init(&t->refs, 1);
+    atomic_init(&t->dropped, false);
+    atomic_init(&t->round_robin, 0);
+    pthread_mutex_init(&t->mu, NULL);
+    t->id = id;
+    t->created_ms = created_ms;
+    t->schemas = schemas;
+    t->nschemas = nschemas;
+    t->conf = *conf;
+    memset(conf, 0, sizeof *conf);
+    fr_log_options_default(&t->log_base);
+    t->log_base.flush = eo->flush;
+    t->log_base.flush_interval_ms = eo->flush_interval_ms;
+    if (eo->segment_bytes > 0) t->log_base.segment_bytes = eo->segment_bytes;
+    t->log_base.retention_ms = t->conf.ttl_ms;
+    t->log_base.retention_bytes = t->conf.retention_bytes;
+
+    fr_buf path;
+    fr_buf_init(&path);
+    int rc = fr_buf_printf(&path, err, "%s/log/%" PRId64 "%c", data_dir, id, '\0');
+    t->dir = rc == FR_OK ? (char *)fr_buf_steal(&path, NULL) : NULL;
+    fr_buf_free(&path);
+    t->db = fr_strdup(db);
+    t->name = fr_strdup(name);
+    size_t qn = strlen(db) + strlen(name) + 2;
+    t->qname = fr_malloc(qn);
+    t->logs = fr_calloc((size_t)t->conf.nbuckets, sizeof(fr_log *));
+    if (!t->dir || !t->db || !t->name || !t->qname || !t->logs) {
+        t->nschemas = nschemas;
+        fr_table_release(t);
+        return fr_fail(err, FR_ENOMEM, "out of memory creating table %s.%s", db, name);
+    }
+    snprintf(t->qname, qn, "%s.%s", db, name);
+    *out = t;
+    return FR_OK;
+}
+
+void fr_table_retain(fr_table *t)
+{
+    atomic_fetch_add(&t->refs, 1);
+}
+
+static void table_destroy(fr_table *t)
+{
+    for (int b = 0; t->logs && b < t->conf.nbuckets; b++)
+        if (t->logs[b]) fr_log_close(t->logs[b]);
+    if (atomic_load(&t->dropped) && t->dir) {
+        fr_error err = {0};
+        if (fr_remove_tree(t->dir, &err) < 0)
+            FR_WARN("table %s was dropped but its files stay: %s", t->qname, err.msg);
+    }
+    for (int i = 0; i < t->nschemas; i++) fr_schema_free(t->schemas[i]);
+    fr_free(t->schemas);
+    fr_table_conf_free(&t->conf);
+    pthread_mutex_destroy(&t->mu);
+    fr_free(t->logs);
+    fr_free(t->dir);
+    fr_free(t->db);
+    fr_free(t->name);
+    fr_free(t->qname);
+    fr_free(t);
+}
+
+void fr_table_release(fr_table *t)
+{
+    if (!t) return;
+    int before = atomic_fetch_sub(&t->refs, 1);
+    assert(before > 0);
+    if (before == 1) table_destroy(t);
+}
+
+bool fr_table_dropped(const fr_table *t) { return atomic_load(&t->dropped); }
+const char *fr_table_db(const fr_table *t) { return t->db; }
+const char *fr_table_name(const fr_table *t) { return t->name; }
+int64_t fr_table_id(const fr_table *t) { return t->id; }
+const fr_schema *fr_table_schema(const fr_table *t) { return t->schemas[t->nschemas - 1]; }
+int fr_table_num_buckets(const fr_table *t) { return t->conf.nbuckets; }
+fr_compression fr_table_compression(const fr_table *t) { return t->conf.compression; }
+int fr_table_num_options(const fr_table *t) { return t->conf.noptions; }
+
+const int *fr_table_bucket_key(const fr_table *t, int *n)
+{
+    *n = t->conf.nbucket_key;
+    return t->conf.nbucket_key > 0 ? t->conf.bucket_key : NULL;
+}
+
+void fr_table_option(const fr_table *t, int i, const char **key, const char **value)
+{
+    assert(i >= 0 && i < t->conf.noptions);
+    *key = t->conf.keys[i];
+    *value = t->conf.values[i];
+}
+
+static int bucket_dir(const fr_table *t, int bucket, char *out, size_t cap, fr_error *err)
+{
+    int n = snprintf(out, cap, "%s/b%d", t->dir, bucket);
+    FR_CHECK(n > 0 && (size_t)n < cap, FR_EINVAL, err, "path too long: %s/b%d", t->dir,
+             bucket);
+    return FR_OK;
+}
+
+static int open_log_locked(fr_table *t, int bucket, fr_error *err)
+{
+    char dir[FR_ENGINE_PATH_BYTES_MAX];
+    FR_TRY(bucket_dir(t, bucket, dir, sizeof dir, err));
+    char name[2 * FR_NAME_BYTES_MAX + 32];
+    snprintf(name, sizeof name, "%s bucket %d", t->qname, bucket);
+    fr_log_options o = t->log_base;
+    o.name = name;
+    int rc = fr_log_open(dir, &o, &t->logs[bucket], err);
+    if (rc < 0) {
+        t->logs[bucket] = NULL;
+        fr_error_wrap(err, "table %s, bucket %d", t->qname, bucket);
+    }
+    return rc;
+}
+
+int fr_table_get_log(fr_table *t, int bucket, fr_log **out, fr_error *err)
+{
+    FR_CHECK(bucket >= 0 && bucket < t->conf.nbuckets, FR_ERANGE, err,
+             "table %s has buckets 0 to %d, not %d", t->qname, t->conf.nbuckets - 1, bucket);
+    int rc = FR_OK;
+    pthread_mutex_lock(&t->mu);
+    if (!t->logs[bucket]) rc = open_log_locked(t, bucket, err);
+    *out = t->logs[bucket];
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
+int fr_table_get_log_if_exists(fr_table *t, int bucket, fr_log **out, fr_error *err)
+{
+    char dir[FR_ENGINE_PATH_BYTES_MAX];
+    FR_TRY(bucket_dir(t, bucket, dir, sizeof dir, err));
+    int rc = FR_OK;
+    pthread_mutex_lock(&t->mu);
+    if (!t->logs[bucket] && fr_path_exists(dir)) rc = open_log_locked(t, bucket, err);
+    *out = t->logs[bucket];
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
+fr_log *fr_table_log(fr_table *t, int bucket)
+{
+    fr_log *log = NULL;
+    fr_error err = {0};
+    if (fr_table_get_log(t, bucket, &log, &err) < 0) {
+        FR_WARN("%s", err.msg);
+        return NULL;
+    }
+    return log;
+}
+
+int fr_table_check_batch(const fr_table *t, const fr_batch *b, fr_error *err)
+{
+    const fr_schema *ts = fr_table_schema(t);
+    const fr_schema *bs = fr_batch_schema(b);
+    int n = fr_schema_num_fields(ts);
+    FR_CHECK(fr_schema_num_fields(bs) == n, FR_ETYPE, err,
+             "table %s has %d columns but the batch has %d", t->qname, n,
+             fr_schema_num_fields(bs));
+    for (int i = 0; i < n; i++) {
+        const fr_field *tf = fr_schema_field(ts, i), *bf = fr_schema_field(bs, i);
+        if (!fr_type_equal(&tf->type, &bf->type)) {
+            char want[64], got[64];
+            fr_type_format(&tf->type, false, want, sizeof want);
+            fr_type_format(&bf->type, false, got, sizeof got);
+            return fr_fail(err, FR_ETYPE, "table %s: column %d '%s' is %s but the batch's "
+                           "column '%s' is %s", t->qname, i + 1, tf->name, want, bf->name, got);
+        }
+        const fr_column *c = fr_batch_column(b, i);
+        FR_CHECK(tf->type.nullable || c->null_count == 0, FR_EINVAL, err,
+                 "table %s: column '%s' is NOT NULL but the batch has %" PRId64 " nulls in it",
+                 t->qname, tf->name, c->null_count);
+    }
+    return FR_OK;
+}
+
+/* ---- JSON ------------------------------------------------------------------------------ */
+
+static int json_fail(fr_error *err, const char *what)
+{
+    return fr_fail(err, FR_ENOMEM, "out of memory building %s", what);
+}
+
+static json_t *buckets_json(fr_table *t)
+{
+    json_t *arr = json_array();
+    for (int b = 0; arr && b < t->conf.nbuckets; b++) {
+        fr_log *log = NULL;
+        fr_error err = {0};
+        int64_t start = 0, end = 0, bytes = 0;
+        if (fr_table_get_log_if_exists(t, b, &log, &err) == FR_OK && log) {
+            start = fr_log_start_offset(log);
+            end = fr_log_end_offset(log);
+            bytes = fr_log_size_bytes(log);
+        }
+        json_t *o = json_pack("{s:i, s:I, s:I, s:I}", "bucket", b, "start_offset",
+                              (json_int_t)start, "end_offset", (json_int_t)end,
+                              "size_bytes", (json_int_t)bytes);
+        if (!o || json_array_append_new(arr, o) < 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+int fr_table_to_json(const fr_table *ct, char **out, fr_error *err)
+{
+    fr_table *t = (fr_table *)ct; /* lazily opening logs does not change what t says */
+    char *schema_text = NULL;
+    FR_TRY(fr_schema_to_json(fr_table_schema(t), &schema_text, err));
+    json_error_t jerr;
+    json_t *schema = json_loads(schema_text, 0, &jerr);
+    fr_free(schema_text);
+    if (!schema) return fr_fail(err, FR_EINVAL, "schema JSON does not parse: %s", jerr.text);
+    json_t *opts = json_object();
+    json_t *key = json_array();
+    for (int i = 0; opts && i < t->conf.noptions; i++)
+        json_object_set_new(opts, t->conf.keys[i], json_string(t->conf.values[i]));
+    for (int i = 0; key && i < t->conf.nbucket_key; i++)
+        json_array_append_new(
+            key, json_string(fr_schema_field(fr_table_schema(t), t->conf.bucket_key[i])->name));
+    json_t *root = json_pack(
+        "{s:I, s:s, s:s, s:I, s:o, s:o, s:i, s:o, s:s, s:I, s:I, s:o*}", "id",
+        (json_int_t)t->id, "database", t->db, "name", t->name, "created_ms",
+        (json_int_t)t->created_ms, "schema", schema, "options", opts ? opts : json_null(),
+        "bucket_num", t->conf.nbuckets, "bucket_key", key ? key : json_null(), "compression",
+        fr_compression_name(t->conf.compression), "log_ttl_ms", (json_int_t)t->conf.ttl_ms,
+        "log_retention_bytes", (json_int_t)t->conf.retention_bytes, "buckets",
+        buckets_json(t));
+    if (!root) return json_fail(err, "table JSON");
+    char *text = json_dumps(root, JSON_INDENT(2));
+    json_decref(root);
+    if (!text) return json_fail(err, "table JSON");
+    *out = fr_strdup(text);
+    free(text); /* jansson's allocator, not ours */
+    FR_CHECK(*out, FR_ENOMEM, err, "out of memory copying table JSON");
+    return FR_OK;
+}
