@@ -1,0 +1,256 @@
+/* client.c — the public C API (include/firth/firth.h) over the embedded engine: opening a
+ * data dir, SQL through one session, table descriptions, produce and scan, and the batch
+ * wrapper with its Arrow C Data Interface export and import.
+ *
+ * A firth_client owns one fr_engine and one fr_sql_session. Every function converts the
+ * internal fr_error into the caller's firth_error (the codes are the same numbers). The
+ * engine is thread-safe; the session is used by firth_execute and, read-only, to resolve
+ * "t" against the current database. */
+#include "client/client_bridge.h"
+
+#include <stdio.h>
+#include <strings.h>
+
+_Static_assert((int)FIRTH_EINVAL == (int)FR_EINVAL && (int)FIRTH_ESTATE == (int)FR_ESTATE &&
+                   (int)FIRTH_ENOTFOUND == (int)FR_ENOTFOUND &&
+                   (int)FIRTH_EUNSUPPORTED == (int)FR_EUNSUPPORTED,
+               "public and internal error codes are the same numbers");
+_Static_assert(sizeof(((firth_error *)0)->msg) == FR_ERROR_MSG_MAX,
+               "public and internal error messages have the same size");
+
+struct firth_client {
+    fr_engine *engine;
+    fr_sql_session *session;
+};
+
+struct firth_batch {
+    fr_batch *batch;
+};
+
+static int fail(firth_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(firth_error *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        err->code = code;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+int firth_error_from(const fr_error *in, firth_error *out)
+{
+    int code = in->code < 0 ? in->code : FIRTH_EINVAL;
+    if (out) {
+        out->code = code;
+        snprintf(out->msg, sizeof out->msg, "%s", in->msg);
+    }
+    return code;
+}
+
+/* ---- batches --------------------------------------------------------------------------- */
+
+firth_batch *firth_batch_wrap(fr_batch *b)
+{
+    firth_batch *fb = fr_malloc(sizeof *fb);
+    if (fb) fb->batch = b;
+    return fb;
+}
+
+const fr_batch *firth_batch_unwrap(const firth_batch *b) { return b->batch; }
+
+int64_t firth_batch_num_rows(const firth_batch *b) { return fr_batch_num_rows(b->batch); }
+
+void firth_batch_free(firth_batch *b)
+{
+    if (!b) return;
+    fr_batch_free(b->batch);
+    fr_free(b);
+}
+
+int firth_batch_export(const firth_batch *b, struct ArrowSchema *schema,
+                       struct ArrowArray *array, firth_error *err)
+{
+    if (!b || !schema || !array) return fail(err, FIRTH_EINVAL, "export: a NULL argument");
+    fr_error e = {0};
+    if (fr_batch_export(b->batch, schema, array, &e) < 0) return firth_error_from(&e, err);
+    return FIRTH_OK;
+}
+
+int firth_batch_import(struct ArrowSchema *schema, struct ArrowArray *array,
+                       firth_batch **out, firth_error *err)
+{
+    if (!schema || !array || !out) return fail(err, FIRTH_EINVAL, "import: a NULL argument");
+    fr_error e = {0};
+    fr_batch *b = NULL;
+    if (fr_batch_import(schema, array, &b, &e) < 0) return firth_error_from(&e, err);
+    *out = firth_batch_wrap(b);
+    if (!*out) {
+        fr_batch_free(b);
+        return fail(err, FIRTH_ENOMEM, "out of memory importing a batch");
+    }
+    return FIRTH_OK;
+}
+
+void firth_free(void *p) { fr_free(p); }
+
+/* ---- clients --------------------------------------------------------------------------- */
+
+/* The data dir of a target: "file:DIR", "file:///abs/dir" or a plain path. */
+static int target_dir(const char *target, const char **dir, firth_error *err)
+{
+    if (!target || !*target) return fail(err, FIRTH_EINVAL, "no target given: use file:DIR");
+    if (strncasecmp(target, "firth://", 8) == 0)
+        return fail(err, FIRTH_EUNSUPPORTED, "%s: remote connections need the firth server, "
+                    "which this version does not have yet; open a data dir with file:DIR",
+                    target);
+    if (strncasecmp(target, "file:", 5) == 0) {
+        target += 5;
+        if (strncmp(target, "//", 2) == 0) target += 2; /* file:///abs -> /abs */
+    } else {
+        const char *scheme = strstr(target, "://");
+        if (scheme && strcspn(target, "/") > (size_t)(scheme - target))
+            return fail(err, FIRTH_EUNSUPPORTED, "%s: unknown kind of target; use file:DIR",
+                        target);
+    }
+    if (!*target) return fail(err, FIRTH_EINVAL, "the target names no directory");
+    *dir = target;
+    return FIRTH_OK;
+}
+
+int firth_open(const char *target, firth_client **out, firth_error *err)
+{
+    const char *dir = NULL;
+    int rc = target_dir(target, &dir, err);
+    if (rc < 0) return rc;
+    firth_client *c = fr_calloc(1, sizeof *c);
+    if (!c) return fail(err, FIRTH_ENOMEM, "out of memory opening %s", target);
+    fr_engine_options o;
+    fr_engine_options_default(&o);
+    o.data_dir = dir;
+    fr_error e = {0};
+    if (fr_engine_open(&o, &c->engine, &e) < 0 ||
+        fr_sql_session_new(c->engine, &c->session, &e) < 0) {
+        firth_close(c);
+        return firth_error_from(&e, err);
+    }
+    *out = c;
+    return FIRTH_OK;
+}
+
+void firth_close(firth_client *c)
+{
+    if (!c) return;
+    fr_sql_session_free(c->session);
+    fr_engine_close(c->engine);
+    fr_free(c);
+}
+
+fr_engine *firth_client_engine(firth_client *c) { return c->engine; }
+fr_sql_session *firth_client_session(firth_client *c) { return c->session; }
+
+/* ---- SQL ------------------------------------------------------------------------------- */
+
+typedef struct exec_ctx {
+    const firth_sink *user;
+    int user_rc; /* non-zero when a callback of the user stopped execution */
+} exec_ctx;
+
+static int stopped(exec_ctx *x, int rc, fr_error *err)
+{
+    if (rc == 0) return 0;
+    x->user_rc = rc;
+    return fr_fail(err, rc < 0 ? rc : FR_ESTATE, "stopped by the caller's callback (%d)", rc);
+}
+
+static int exec_begin(void *ctx, const fr_schema *schema, fr_error *err)
+{
+    exec_ctx *x = ctx;
+    if (!x->user->begin) return 0;
+    char *json = NULL;
+    FR_TRY(fr_schema_to_json(schema, &json, err));
+    int rc = x->user->begin(x->user->ctx, json);
+    fr_free(json);
+    return stopped(x, rc, err);
+}
+
+static int exec_rows(void *ctx, fr_batch *batch, fr_error *err)
+{
+    exec_ctx *x = ctx;
+    if (!x->user->rows) {
+        fr_batch_free(batch);
+        return 0;
+    }
+    firth_batch *fb = firth_batch_wrap(batch);
+    if (!fb) {
+        fr_batch_free(batch);
+        return fr_fail(err, FR_ENOMEM, "out of memory passing a result batch");
+    }
+    return stopped(x, x->user->rows(x->user->ctx, fb), err);
+}
+
+static int exec_end(void *ctx, const char *message, fr_error *err)
+{
+    exec_ctx *x = ctx;
+    if (!x->user->end) return 0;
+    return stopped(x, x->user->end(x->user->ctx, message), err);
+}
+
+int firth_execute(firth_client *c, const char *sql, const firth_sink *sink, firth_error *err)
+{
+    if (!c || !sql) return fail(err, FIRTH_EINVAL, "execute: no client or no SQL text");
+    firth_sink none = {0};
+    exec_ctx x = {.user = sink ? sink : &none};
+    fr_sql_sink s = {.ctx = &x, .begin = exec_begin, .rows = exec_rows, .end = exec_end};
+    fr_error e = {0};
+    int rc = fr_sql_execute(c->session, sql, strlen(sql), &s, &e);
+    if (x.user_rc > 0) return FIRTH_OK; /* the caller asked to stop: not an error */
+    if (x.user_rc < 0) return fail(err, x.user_rc, "execution stopped by the sink (%d)", x.user_rc);
+    if (rc < 0) return firth_error_from(&e, err);
+    return FIRTH_OK;
+}
+
+/* ---- tables ---------------------------------------------------------------------------- */
+
+/* Resolves "db.t" or "t" and takes a handle on the table. */
+static int open_table(firth_client *c, const char *name, fr_table **out, firth_error *err)
+{
+    if (!c || !name) return fail(err, FIRTH_EINVAL, "no client or no table name");
+    char db[FR_NAME_BYTES_MAX + 1], t[FR_NAME_BYTES_MAX + 1];
+    fr_error e = {0};
+    if (fr_sql_resolve_table(c->session, name, db, sizeof db, t, sizeof t, &e) < 0 ||
+        fr_engine_get_table(c->engine, db, t, out, &e) < 0)
+        return firth_error_from(&e, err);
+    return FIRTH_OK;
+}
+
+int firth_table_info(firth_client *c, const char *table, char **json, firth_error *err)
+{
+    fr_table *t = NULL;
+    int rc = open_table(c, table, &t, err);
+    if (rc < 0) return rc;
+    fr_error e = {0};
+    rc = fr_table_to_json(t, json, &e);
+    fr_table_release(t);
+    return rc < 0 ? firth_error_from(&e, err) : FIRTH_OK;
+}
+
+int firth_produce(firth_client *c, const char *table, const firth_batch *batch,
+                  int64_t writer_id, int32_t seq, int64_t *appended, firth_error *err)
+{
+    int64_t sink = 0;
+    if (!appended) appended = &sink;
+    *appended = 0;
+    if (!batch) return fail(err, FIRTH_EINVAL, "produce: no batch");
+    fr_table *t = NULL;
+    int rc = open_table(c, table, &t, err);
+    if (rc < 0) return rc;
+    fr_error e = {0};
+    rc = fr_table_append(t, batch->batch, writer_id < 0 ? FR_NO_WRITER : writer_id,
+                         writer_id < 0 ? -1 : seq, appended, &e);
+    fr_table_release(t);
+    return rc < 0 ? firth_error_from(&e, err) : FIRTH_OK;
+}
