@@ -133,7 +133,7 @@ static int load_databases(loader *l, json_t *arr)
     for (size_t i = 0; i < n; i++) {
         json_t *o = json_array_get(arr, i);
         char name[FR_NAME_BYTES_MAX + 1];
-        int64_t created;
+        int64_t created = 0;
         FR_TRY(get_name(l, o, "name", "database", name));
         FR_TRY(get_int(l, o, "created_ms", "a database", &created));
         for (int j = 0; j < e->ndbs; j++)
@@ -158,7 +158,7 @@ static int load_schemas(loader *l, json_t *t, const char *qname, fr_schema ***ou
     json_t *arr = json_object_get(t, "schemas");
     size_t ns = json_array_size(arr);
     if (ns == 0 || ns > 65536) return bad(l, "table %s has no \"schemas\" versions", qname);
-    int64_t sid;
+    int64_t sid = 0;
     FR_TRY(get_int(l, t, "schema_id", qname, &sid));
     if (sid != (int64_t)ns - 1)
         return bad(l, "table %s: schema_id %" PRId64 " is not its last schema version", qname,
@@ -209,7 +209,7 @@ static int load_conf(loader *l, json_t *t, const char *qname, const fr_schema *s
     fr_error e2 = {0};
     if (fr_table_conf_parse(schema, opts, (int)n, conf, &e2) < 0)
         return bad(l, "table %s: %s", qname, e2.msg);
-    int64_t nb;
+    int64_t nb = 0;
     int rc = get_int(l, t, "bucket_num", qname, &nb);
     if (rc == FR_OK && nb != conf->nbuckets)
         rc = bad(l, "table %s: bucket_num %" PRId64 " does not match its options (%d)", qname,
@@ -230,7 +230,7 @@ static int load_table(loader *l, json_t *t)
 {
     fr_engine *e = l->e;
     char db[FR_NAME_BYTES_MAX + 1], name[FR_NAME_BYTES_MAX + 1], qname[2 * FR_NAME_BYTES_MAX + 2];
-    int64_t id, created;
+    int64_t id = 0, created = 0;
     if (!json_is_object(t)) return bad(l, "an entry of \"tables\" is not an object");
     FR_TRY(get_name(l, t, "database", "database", db));
     FR_TRY(get_name(l, t, "name", "table", name));

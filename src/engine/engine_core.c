@@ -172,7 +172,7 @@ static void remove_orphans(fr_engine *e)
         for (int i = 0; i < e->ntables && !known; i++) known = e->tables[i]->id == id;
         if (known) continue;
         char path[FR_ENGINE_PATH_BYTES_MAX];
-        snprintf(path, sizeof path, "%s/%s", logdir, de->d_name);
+        if (path_join(path, sizeof path, logdir, de->d_name, &err) < 0) continue;
         FR_INFO("removing %s: files of a dropped table", path);
         if (fr_remove_tree(path, &err) < 0) FR_WARN("%s", err.msg);
     }
