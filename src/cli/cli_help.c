@@ -1,0 +1,186 @@
+/* cli_help.c — the help texts of the `firth` command, one per subcommand.
+ *
+ * They are the command's reference: every subcommand and every flag appears here with an
+ * example, and tests/e2e/help.sh checks that they do. docs/CLI.md says the same at length. */
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const char CLI_HELP_OVERVIEW[] =
+    "firth " FIRTH_VERSION " - lakehouse-native streaming storage: tables you can stream into,\n"
+    "read back column by column, and query with SQL. This version runs the storage engine\n"
+    "embedded in the command, on a data directory given with --data-dir.\n"
+    "\n"
+    "Usage: firth COMMAND [OPTIONS]\n"
+    "\n"
+    "Commands:\n"
+    "  sql       run SQL statements (-e, -f, piped stdin, or an interactive prompt)\n"
+    "  produce   append records read from stdin (NDJSON or CSV) to a table\n"
+    "  consume   read a table's records as NDJSON, CSV or an Arrow IPC stream\n"
+    "  help      show the help of a command: firth help COMMAND\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help       show this help\n"
+    "  -V, --version    print the version\n"
+    "\n"
+    "Every command takes --data-dir DIR, the data directory of the embedded engine (created\n"
+    "when missing). Run 'firth COMMAND --help' for the options of a command.\n"
+    "\n"
+    "Examples:\n"
+    "  firth sql --data-dir ./firth-data -e \"CREATE DATABASE shop;\n"
+    "      CREATE TABLE shop.orders (id BIGINT, item STRING, price DECIMAL(10, 2))\"\n"
+    "  echo '{\"id\": 1, \"item\": \"tea\", \"price\": \"3.50\"}' |\n"
+    "      firth produce --data-dir ./firth-data --table shop.orders\n"
+    "  firth consume --data-dir ./firth-data --table shop.orders --columns id,price\n"
+    "  firth sql --data-dir ./firth-data      (an interactive prompt)\n"
+    "\n"
+    "Exit status: 0 success, 1 the operation failed, 2 a usage error.\n";
+
+static const char CLI_HELP_SQL[] =
+    "Usage: firth sql --data-dir DIR [-e SQL | -f FILE] [--format table|csv|json]\n"
+    "\n"
+    "Runs SQL statements separated by ';'. With -e or -f the statements run in order and\n"
+    "the first error stops the command (exit 1). With neither, statements are read from\n"
+    "stdin: a prompt with line editing and history when stdin is a terminal, else a script\n"
+    "(stopping at the first error, like -f).\n"
+    "\n"
+    "Options:\n"
+    "  --data-dir DIR        the data directory of the embedded engine (required)\n"
+    "  -e, --execute SQL     run these statements\n"
+    "  -f, --file FILE       run the statements in FILE ('-' for stdin)\n"
+    "  --format FORMAT       how query results are printed:\n"
+    "                          table  aligned columns and a row count (default)\n"
+    "                          csv    RFC 4180 with a header line; NULL is an empty field\n"
+    "                          json   one JSON object per row and line\n"
+    "  -h, --help            show this help\n"
+    "\n"
+    "Messages of statements without rows (\"table shop.orders created\") go to stdout in the\n"
+    "table format and to stderr in csv and json, so that stdout holds only rows.\n"
+    "Errors name the line and column: firth: error: line 1, column 8: ...\n"
+    "\n"
+    "The prompt: 'firth> ' starts a statement, '    -> ' continues it; a statement runs at\n"
+    "its ';'. \\q, quit or exit (or Ctrl-D) leaves. History is kept in ~/.firth_history.\n"
+    "\n"
+    "Statements: CREATE DATABASE [IF NOT EXISTS] d; CREATE TABLE [IF NOT EXISTS] d.t\n"
+    "(col TYPE [NOT NULL], ...) [WITH ('bucket.num' = '4', ...)]; DROP DATABASE|TABLE\n"
+    "[IF EXISTS] x; SHOW DATABASES; SHOW TABLES [FROM d]; DESCRIBE t; USE d;\n"
+    "INSERT INTO t [(cols)] VALUES (...), ...; SELECT cols|* FROM t [WHERE e] [LIMIT n].\n"
+    "See docs/SQL.md.\n"
+    "\n"
+    "Examples:\n"
+    "  firth sql --data-dir ./firth-data -e \"CREATE DATABASE IF NOT EXISTS shop\"\n"
+    "  firth sql --data-dir ./firth-data -e \"INSERT INTO shop.orders VALUES (1, 'tea', 3.50)\"\n"
+    "  firth sql --data-dir ./firth-data --format csv -e \"SELECT * FROM shop.orders\"\n"
+    "  firth sql --data-dir ./firth-data -f schema.sql\n";
+
+static const char CLI_HELP_PRODUCE[] =
+    "Usage: firth produce --data-dir DIR --table DB.TABLE [--format json|csv]\n"
+    "                     [--batch-rows N] [--verbose]\n"
+    "\n"
+    "Reads records from stdin and appends them to a table, in batches of --batch-rows\n"
+    "records. Each batch is durable when it is acknowledged, and is written once even if it\n"
+    "is retried (an idempotent writer id, random per run, and a sequence number per batch).\n"
+    "\n"
+    "Options:\n"
+    "  --data-dir DIR        the data directory of the embedded engine (required)\n"
+    "  --table DB.TABLE      the table to append to (required)\n"
+    "  --format FORMAT       json: one JSON object per line (default); keys are column\n"
+    "                              names (case-insensitive), a missing key is NULL, an\n"
+    "                              unknown key is an error\n"
+    "                        csv:  RFC 4180, a header line naming the columns; an empty\n"
+    "                              field is NULL, \"\" is the empty string\n"
+    "  --batch-rows N        records per batch (default 1000, at most 1000000)\n"
+    "  -v, --verbose         after each durable batch print to stderr\n"
+    "                        'acknowledged lines A-B (N rows)'\n"
+    "  -h, --help            show this help\n"
+    "\n"
+    "Values: JSON numbers, strings, true, false and null, converted to the column's type;\n"
+    "strings are parsed for the other types: DECIMAL \"12.50\", DATE \"2026-01-31\", TIME\n"
+    "\"10:00:00.123\", TIMESTAMP \"2026-01-31 10:00:00.123\" (or with T), TIMESTAMP_LTZ with a\n"
+    "trailing Z. BYTES are base64 in JSON and \\x-prefixed hex (\\x0a1b) in CSV.\n"
+    "\n"
+    "A bad record stops the command with exit 1 and a message naming its line, e.g.\n"
+    "  firth: error: stdin line 17: column 'price': 'abc' is not a valid DECIMAL(10, 2)\n"
+    "Nothing of the batch holding that line is written; batches acknowledged before it stay.\n"
+    "At the end the command prints 'N rows written to DB.TABLE' on stderr.\n"
+    "\n"
+    "Examples:\n"
+    "  printf '%s\\n' '{\"id\": 1, \"item\": \"tea\"}' '{\"id\": 2, \"item\": \"milk\"}' |\n"
+    "      firth produce --data-dir ./firth-data --table shop.orders\n"
+    "  firth produce --data-dir ./firth-data --table shop.orders --format csv < orders.csv\n"
+    "  tail -f events.ndjson | firth produce --data-dir ./firth-data --table app.events \\\n"
+    "      --batch-rows 100 --verbose\n";
+
+static const char CLI_HELP_CONSUME[] =
+    "Usage: firth consume --data-dir DIR --table DB.TABLE [--from POSITION]\n"
+    "                     [--columns A,B] [--where EXPR] [--max-records N]\n"
+    "                     [--format json|csv|arrow] [--arrow-compression CODEC]\n"
+    "                     [--with-offsets]\n"
+    "\n"
+    "Reads a table's records, bucket by bucket in offset order, up to the current end of\n"
+    "each bucket, and prints them to stdout.\n"
+    "\n"
+    "Options:\n"
+    "  --data-dir DIR        the data directory of the embedded engine (required)\n"
+    "  --table DB.TABLE      the table to read (required)\n"
+    "  --from POSITION       where each bucket's read starts:\n"
+    "                          earliest      the first record kept (default)\n"
+    "                          latest        the end: only records appended from now\n"
+    "                          offset:N      offset N in every bucket\n"
+    "                          timestamp:MS  the first record committed at or after MS\n"
+    "                                        (milliseconds since 1970-01-01 UTC)\n"
+    "  --columns A,B         read only these columns, in this order\n"
+    "  --where EXPR          keep the records where the SQL predicate is true,\n"
+    "                        e.g. \"price > 10 AND item LIKE 't%'\"\n"
+    "  --max-records N       stop after N records\n"
+    "  --format FORMAT       json: one JSON object per line (default)\n"
+    "                        csv:  a header line, then RFC 4180 rows\n"
+    "                        arrow: an Arrow IPC stream (schema, record batches, end\n"
+    "                               marker), readable by any Arrow library\n"
+    "  --arrow-compression CODEC\n"
+    "                        buffer compression of --format arrow: none (default), zstd,\n"
+    "                        lz4_frame\n"
+    "  --with-offsets        add the columns _bucket and _offset (the record's position)\n"
+    "                        in front of the others\n"
+    "  -h, --help            show this help\n"
+    "\n"
+    "JSON values: integers, FLOAT and DOUBLE are numbers, DECIMAL an exact string \"12.50\",\n"
+    "dates and times strings (\"2026-01-31 10:00:00.123\"), BYTES base64, NULL null.\n"
+    "\n"
+    "Examples:\n"
+    "  firth consume --data-dir ./firth-data --table shop.orders\n"
+    "  firth consume --data-dir ./firth-data --table shop.orders --columns id,price \\\n"
+    "      --where \"price > 3\" --max-records 10 --format csv\n"
+    "  firth consume --data-dir ./firth-data --table shop.orders --from offset:100 \\\n"
+    "      --with-offsets\n"
+    "  firth consume --data-dir ./firth-data --table shop.orders --format arrow \\\n"
+    "      --arrow-compression zstd > orders.arrows\n";
+
+static const char CLI_HELP_HELP[] =
+    "Usage: firth help [COMMAND]\n"
+    "\n"
+    "Shows the help of COMMAND (sql, produce, consume), or the overview of all commands.\n"
+    "'firth COMMAND --help' does the same.\n"
+    "\n"
+    "Examples:\n"
+    "  firth help\n"
+    "  firth help consume\n";
+
+bool cli_help_print(FILE *f, const char *cmd)
+{
+    const char *text = NULL;
+    if (!cmd)
+        text = CLI_HELP_OVERVIEW;
+    else if (strcmp(cmd, "sql") == 0)
+        text = CLI_HELP_SQL;
+    else if (strcmp(cmd, "produce") == 0)
+        text = CLI_HELP_PRODUCE;
+    else if (strcmp(cmd, "consume") == 0)
+        text = CLI_HELP_CONSUME;
+    else if (strcmp(cmd, "help") == 0)
+        text = CLI_HELP_HELP;
+    if (!text) return false;
+    fputs(text, f);
+    fflush(f);
+    return true;
+}

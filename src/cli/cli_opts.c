@@ -1,0 +1,164 @@
+/* cli_opts.c — the command's option parser, its messages and the opening of the embedded
+ * engine, shared by every subcommand.
+ *
+ * The parser is table driven and strict: every argument must be a known option of the
+ * subcommand, so a typo is a usage error rather than a silently ignored word. */
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("firth: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fflush(stderr);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("firth: error: ", stderr);
+    if (cmd) fprintf(stderr, "firth %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    if (cmd)
+        fprintf(stderr, "see firth %s --help (or firth --help for all commands)\n", cmd);
+    else
+        fputs("see firth --help\n", stderr);
+    fflush(stderr);
+    return CLI_EXIT_USAGE;
+}
+
+static const cli_opt *cli_opt_find_long(const cli_opt *opts, int nopts, const char *name,
+                                        size_t len)
+{
+    for (int i = 0; i < nopts; i++)
+        if (strlen(opts[i].name) == len && memcmp(opts[i].name, name, len) == 0)
+            return &opts[i];
+    return NULL;
+}
+
+static const cli_opt *cli_opt_find_short(const cli_opt *opts, int nopts, char c)
+{
+    for (int i = 0; i < nopts; i++)
+        if (opts[i].short_name && opts[i].short_name == c) return &opts[i];
+    return NULL;
+}
+
+/* Applies one recognized option; *i advances past a separate value argument. */
+static int cli_opt_apply(const char *cmd, const cli_opt *o, const char *shown,
+                         const char *inline_value, int argc, char **argv, int *i)
+{
+    if (o->flag) {
+        if (inline_value) return cli_usage_error(cmd, "option '%s' takes no value", shown);
+        *o->flag = true;
+        return 0;
+    }
+    if (inline_value) {
+        *o->value = inline_value;
+        return 0;
+    }
+    if (*i + 1 >= argc) return cli_usage_error(cmd, "option '%s' needs a value", shown);
+    *i += 1;
+    *o->value = argv[*i];
+    return 0;
+}
+
+int cli_parse_opts(const char *cmd, int argc, char **argv, const cli_opt *opts, int nopts,
+                   bool *help)
+{
+    *help = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            *help = true;
+            return 0;
+        }
+        if (a[0] == '-' && a[1] == '-' && a[2] != '\0') {
+            const char *name = a + 2;
+            const char *eq = strchr(name, '=');
+            size_t len = eq ? (size_t)(eq - name) : strlen(name);
+            const cli_opt *o = cli_opt_find_long(opts, nopts, name, len);
+            if (!o) return cli_usage_error(cmd, "unknown option '--%.*s'", (int)len, name);
+            char shown[80];
+            snprintf(shown, sizeof shown, "--%s", o->name);
+            int rc = cli_opt_apply(cmd, o, shown, eq ? eq + 1 : NULL, argc, argv, &i);
+            if (rc) return rc;
+            continue;
+        }
+        if (a[0] == '-' && a[1] != '\0' && a[1] != '-') {
+            const cli_opt *o = cli_opt_find_short(opts, nopts, a[1]);
+            if (!o) return cli_usage_error(cmd, "unknown option '%s'", a);
+            char shown[4] = {'-', a[1], 0, 0};
+            /* "-eSELECT 1" is accepted like getopt does; "-e" "SELECT 1" too. */
+            const char *inline_value = a[2] ? a + 2 : NULL;
+            int rc = cli_opt_apply(cmd, o, shown, inline_value, argc, argv, &i);
+            if (rc) return rc;
+            continue;
+        }
+        return cli_usage_error(cmd, "unexpected argument '%s' (options start with --)", a);
+    }
+    return 0;
+}
+
+int cli_parse_count(const char *cmd, const char *opt, const char *text, int64_t min,
+                    int64_t max, int64_t *out)
+{
+    fr_error err = {0};
+    int64_t v;
+    if (fr_parse_i64(text, &v, &err) < 0 || v < min || v > max)
+        return cli_usage_error(cmd, "%s must be an integer from %lld to %lld, not '%s'", opt,
+                               (long long)min, (long long)max, text);
+    *out = v;
+    return 0;
+}
+
+int cli_open_client(const char *cmd, const char *data_dir, firth_client **out)
+{
+    if (!data_dir || !*data_dir)
+        return cli_usage_error(cmd, "--data-dir DIR is required (the directory of the "
+                                    "embedded engine's data; created when missing)");
+    /* The "file:" prefix keeps a directory whose name looks like a URL local. */
+    size_t n = strlen(data_dir) + sizeof "file:";
+    char *target = fr_malloc(n);
+    if (!target) {
+        cli_error("out of memory");
+        return CLI_EXIT_FAILED;
+    }
+    snprintf(target, n, "file:%s", data_dir);
+    firth_error ferr = {0};
+    int rc = firth_open(target, out, &ferr);
+    fr_free(target);
+    if (rc < 0) {
+        cli_error("%s", ferr.msg);
+        return CLI_EXIT_FAILED;
+    }
+    return 0;
+}
+
+int cli_table_schema(firth_client *c, const char *table, fr_schema **out, fr_error *err)
+{
+    char *info = NULL;
+    firth_error ferr = {0};
+    if (firth_table_info(c, table, &info, &ferr) < 0)
+        return fr_fail(err, ferr.code ? ferr.code : FR_EINVAL, "%s", ferr.msg);
+    json_error_t jerr;
+    json_t *root = json_loads(info, 0, &jerr);
+    firth_free(info);
+    json_t *schema = root ? json_object_get(root, "schema") : NULL;
+    char *text = schema ? json_dumps(schema, JSON_COMPACT) : NULL;
+    json_decref(root);
+    FR_CHECK(text, FR_ECORRUPT, err, "table %s: its description has no schema", table);
+    int rc = fr_schema_from_json(text, strlen(text), out, err);
+    free(text); /* jansson's allocation, not ours */
+    return rc;
+}

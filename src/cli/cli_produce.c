@@ -1,0 +1,476 @@
+/* cli_produce.c — `firth produce`: reads NDJSON or CSV records from stdin, converts each
+ * value to its column's type, and appends the rows to a table in batches.
+ *
+ * Invariants: a batch is appended whole or not at all (every row is converted before the
+ * batch is handed to firth_produce); "acknowledged lines A-B" is printed only after
+ * firth_produce returned, when those rows are durable; each batch carries this run's
+ * writer id and the next sequence number, so a retried append cannot duplicate rows; the
+ * first bad record stops the command and nothing of its batch is written. Line ranges are
+ * dense: batch k covers the lines after batch k-1's last line up to its own last line. */
+#include <errno.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "client/client_bridge.h"
+
+#define CLI_PRODUCE_BATCH_ROWS_DEFAULT 1000
+#define CLI_PRODUCE_BATCH_ROWS_MAX 1000000
+#define CLI_VALUE_SHOWN_BYTES_MAX 64
+
+typedef struct produce_state {
+    firth_client *client;
+    const char *table;
+    fr_schema *schema;
+    int ncols;
+    fr_builder *bld;
+    int64_t batch_rows;
+    bool verbose;
+    int64_t writer_id;
+    int32_t seq;
+    int64_t batch_first_line; /* first line of the batch being built */
+    int64_t last_line;        /* last line read into it */
+    int64_t written;          /* rows acknowledged so far */
+    int *member_of;           /* per column: the input field holding it, or -1 */
+    fr_buf bytes;             /* decoded BYTES values of the current row */
+    fr_buf shown;             /* a value as quoted in a message */
+} produce_state;
+
+/* A random positive writer id for this run, so two runs never share sequence numbers. */
+static int64_t produce_writer_id(void)
+{
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+        v = (uint64_t)fr_monotonic_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
+    v &= INT64_MAX;
+    return v ? (int64_t)v : 1;
+}
+
+/* ---- values ---------------------------------------------------------------------------- */
+
+/* "'abc'" for a message, cut at a readable length. */
+static const char *produce_shown(produce_state *st, const char *text, size_t len)
+{
+    fr_buf_reset(&st->shown);
+    fr_error ignored = {0};
+    size_t n = len > CLI_VALUE_SHOWN_BYTES_MAX ? CLI_VALUE_SHOWN_BYTES_MAX : len;
+    if (fr_buf_printf(&st->shown, &ignored, "'%.*s%s'", (int)n, text,
+                      n < len ? "..." : "") < 0 ||
+        fr_buf_append(&st->shown, "", 1, &ignored) < 0)
+        return "the value";
+    return (const char *)st->shown.data;
+}
+
+static int produce_bad_value(produce_state *st, const fr_field *f, const char *text,
+                             size_t len, int code, const char *why, fr_error *err)
+{
+    char tname[64];
+    fr_type_format(&f->type, false, tname, sizeof tname);
+    const char *shown = produce_shown(st, text, len);
+    if (code == FR_ERANGE)
+        return fr_fail(err, FR_ERANGE, "column '%s': %s is out of range for %s", f->name,
+                       shown, tname);
+    return fr_fail(err, FR_EINVAL, "column '%s': %s is not a valid %s%s", f->name, shown,
+                   tname, why ? why : "");
+}
+
+/* Decodes "\x0a1b" hex into st->bytes. */
+static int produce_hex(produce_state *st, const char *s, size_t n, fr_error *err)
+{
+    FR_CHECK(n % 2 == 0, FR_EINVAL, err, "odd number of hex digits");
+    for (size_t i = 0; i < n; i += 2) {
+        int v = 0;
+        for (int k = 0; k < 2; k++) {
+            char c = s[i + (size_t)k];
+            int d = c >= '0' && c <= '9' ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+            FR_CHECK(d >= 0, FR_EINVAL, err, "'%c' is not a hex digit", c);
+            v = v * 16 + d;
+        }
+        uint8_t b = (uint8_t)v;
+        FR_TRY(fr_buf_append(&st->bytes, &b, 1, err));
+    }
+    return 0;
+}
+
+/* Converts one input value (text as read; kind says whether JSON saw a string, a number or
+ * a boolean; CSV values come as strings) to column f's type. BYTES are base64 in JSON and
+ * hex after "\x" in CSV (other CSV text is taken as the bytes themselves). */
+static int produce_convert(produce_state *st, const fr_field *f, cli_json_kind kind,
+                           bool csv, const char *text, size_t len, fr_value *out,
+                           fr_error *err)
+{
+    fr_type_id id = f->type.id;
+    fr_error perr = {0};
+    if (fr_type_is_string(id)) {
+        *out = fr_value_str(f->type, text, len);
+        return 0;
+    }
+    if (id == FR_T_BYTES) {
+        if (!csv && kind != CLI_JSON_STRING)
+            return produce_bad_value(st, f, text, len, FR_EINVAL, " (give base64 in a string)",
+                                     err);
+        size_t from = st->bytes.len;
+        int rc;
+        if (csv && len >= 2 && text[0] == '\\' && text[1] == 'x')
+            rc = produce_hex(st, text + 2, len - 2, &perr);
+        else if (csv)
+            rc = fr_buf_append(&st->bytes, text, len, &perr);
+        else
+            rc = cli_base64_decode(text, len, &st->bytes, &perr);
+        if (rc < 0) {
+            char why[FR_ERROR_MSG_MAX + 8];
+            snprintf(why, sizeof why, " (%s)", perr.msg);
+            return produce_bad_value(st, f, text, len, FR_EINVAL, why, err);
+        }
+        /* The pointer is taken after the row's last append (see produce_row), so here only
+         * the position is kept: the value's ptr is the offset until then. */
+        *out = fr_value_str(f->type, (const void *)(uintptr_t)from, st->bytes.len - from);
+        return 0;
+    }
+    if (id == FR_T_BOOLEAN && (kind == CLI_JSON_TRUE || kind == CLI_JSON_FALSE)) {
+        *out = fr_value_null(f->type);
+        out->is_null = false;
+        out->v.b = kind == CLI_JSON_TRUE;
+        return 0;
+    }
+    if (kind == CLI_JSON_TRUE || kind == CLI_JSON_FALSE ||
+        (kind == CLI_JSON_NUMBER && (id == FR_T_BOOLEAN || fr_type_is_temporal(id))))
+        return produce_bad_value(st, f, text, len, FR_EINVAL,
+                                 fr_type_is_temporal(id) ? " (give it as a string)" : NULL, err);
+    int rc = fr_value_parse(text, len, &f->type, out, &perr);
+    if (rc < 0) return produce_bad_value(st, f, text, len, rc, NULL, err);
+    return 0;
+}
+
+/* ---- rows and batches ------------------------------------------------------------------ */
+
+/* Appends one row whose field k (for column c, k = st->member_of[c]) has the given kind and
+ * text. On error the builder is back at the end of the previous row. */
+static int produce_row(produce_state *st, const cli_json_kind *kinds, const char *const *texts,
+                       const size_t *lens, bool csv, fr_error *err)
+{
+    fr_value *vals = fr_calloc((size_t)st->ncols, sizeof *vals);
+    FR_CHECK(vals, FR_ENOMEM, err, "out of memory for a row");
+    fr_buf_reset(&st->bytes);
+    int rc = 0;
+    for (int c = 0; c < st->ncols && rc == 0; c++) {
+        const fr_field *f = fr_schema_field(st->schema, c);
+        int k = st->member_of[c];
+        if (k < 0 || kinds[k] == CLI_JSON_NULL)
+            vals[c] = fr_value_null(f->type);
+        else
+            rc = produce_convert(st, f, kinds[k], csv, texts[k], lens[k], &vals[c], err);
+    }
+    for (int c = 0; c < st->ncols && rc == 0; c++) {
+        if (vals[c].type.id == FR_T_BYTES && !vals[c].is_null)
+            vals[c].v.s.ptr = st->bytes.data + (uintptr_t)vals[c].v.s.ptr;
+        rc = fr_builder_append(st->bld, c, &vals[c], err);
+    }
+    fr_free(vals);
+    if (rc < 0) fr_builder_rollback_row(st->bld);
+    return rc;
+}
+
+/* Appends the batch built so far and reports it. */
+static int produce_flush(produce_state *st)
+{
+    int64_t rows = fr_builder_num_rows(st->bld);
+    if (rows == 0) return 0;
+    fr_error err = {0};
+    fr_batch *b = NULL;
+    if (fr_builder_finish(st->bld, &b, &err) < 0) {
+        cli_error("%s", err.msg);
+        return CLI_EXIT_FAILED;
+    }
+    firth_batch *fb = firth_batch_wrap(b);
+    if (!fb) {
+        fr_batch_free(b);
+        cli_error("out of memory for a batch");
+        return CLI_EXIT_FAILED;
+    }
+    firth_error ferr = {0};
+    int64_t appended = 0;
+    int rc = firth_produce(st->client, st->table, fb, st->writer_id, st->seq, &appended, &ferr);
+    firth_batch_free(fb);
+    st->seq++;
+    if (rc < 0) {
+        cli_error("writing lines %lld-%lld: %s", (long long)st->batch_first_line,
+                  (long long)st->last_line, ferr.msg);
+        return CLI_EXIT_FAILED;
+    }
+    st->written += rows;
+    if (st->verbose) {
+        fprintf(stderr, "acknowledged lines %lld-%lld (%lld rows)\n",
+                (long long)st->batch_first_line, (long long)st->last_line, (long long)rows);
+        fflush(stderr);
+    }
+    st->batch_first_line = st->last_line + 1;
+    return 0;
+}
+
+/* Reports the first bad record and what was and was not written. */
+static int produce_stop(produce_state *st, int64_t line, const char *msg)
+{
+    cli_error("stdin line %lld: %s", (long long)line, msg);
+    if (st->written > 0)
+        fprintf(stderr, "firth: %lld rows (lines 1-%lld) were written to %s; nothing from line "
+                        "%lld on was written\n",
+                (long long)st->written, (long long)st->batch_first_line - 1, st->table,
+                (long long)st->batch_first_line);
+    else
+        fprintf(stderr, "firth: nothing was written to %s\n", st->table);
+    return CLI_EXIT_FAILED;
+}
+
+/* Counts a row into the batch and appends the batch once it is full. */
+static int produce_row_done(produce_state *st, int64_t last_line)
+{
+    st->last_line = last_line;
+    if (fr_builder_num_rows(st->bld) >= st->batch_rows) return produce_flush(st);
+    return 0;
+}
+
+/* ---- NDJSON ---------------------------------------------------------------------------- */
+
+static bool produce_blank(const fr_buf *l)
+{
+    for (size_t i = 0; i < l->len; i++)
+        if (l->data[i] != ' ' && l->data[i] != '\t') return false;
+    return true;
+}
+
+/* Maps the members of one object to columns; unknown and repeated keys are errors. */
+static int produce_map_members(produce_state *st, const cli_json_member *m, int count,
+                               fr_error *err)
+{
+    for (int c = 0; c < st->ncols; c++) st->member_of[c] = -1;
+    for (int k = 0; k < count; k++) {
+        char key[FR_NAME_BYTES_MAX + 1];
+        int c = -1;
+        if (m[k].key_len <= FR_NAME_BYTES_MAX && !memchr(m[k].key, 0, m[k].key_len)) {
+            memcpy(key, m[k].key, m[k].key_len);
+            key[m[k].key_len] = 0;
+            c = fr_schema_find(st->schema, key);
+        }
+        if (c < 0)
+            return fr_fail(err, FR_EINVAL, "unknown column '%.*s' (table %s has no such column)",
+                           (int)(m[k].key_len > 64 ? 64 : m[k].key_len), m[k].key, st->table);
+        if (st->member_of[c] >= 0)
+            return fr_fail(err, FR_EINVAL, "column '%s' is given twice",
+                           fr_schema_field(st->schema, c)->name);
+        st->member_of[c] = k;
+    }
+    return 0;
+}
+
+static int produce_json(produce_state *st, FILE *in)
+{
+    cli_lines lines;
+    cli_lines_init(&lines, in);
+    cli_json_scratch scratch = {0};
+    cli_json_kind *kinds = fr_calloc(CLI_JSON_MEMBERS_MAX, sizeof *kinds);
+    const char **texts = fr_calloc(CLI_JSON_MEMBERS_MAX, sizeof *texts);
+    size_t *lens = fr_calloc(CLI_JSON_MEMBERS_MAX, sizeof *lens);
+    int rc = 0;
+    if (!kinds || !texts || !lens) {
+        cli_error("out of memory");
+        rc = CLI_EXIT_FAILED;
+    }
+    while (rc == 0) {
+        fr_error err = {0};
+        int got = cli_lines_next(&lines, &err);
+        if (got < 0) {
+            rc = produce_stop(st, lines.line_no + 1, err.msg);
+            break;
+        }
+        if (got == 0) break;
+        if (produce_blank(&lines.line)) continue;
+        cli_json_member *m = NULL;
+        int count = 0;
+        if (cli_json_parse_object(lines.line.data, lines.line.len, &scratch, &m, &count,
+                                  &err) < 0 ||
+            produce_map_members(st, m, count, &err) < 0) {
+            rc = produce_stop(st, lines.line_no, err.msg);
+            break;
+        }
+        for (int k = 0; k < count; k++) {
+            kinds[k] = m[k].kind;
+            texts[k] = m[k].text;
+            lens[k] = m[k].len;
+        }
+        if (produce_row(st, kinds, texts, lens, false, &err) < 0) {
+            rc = produce_stop(st, lines.line_no, err.msg);
+            break;
+        }
+        rc = produce_row_done(st, lines.line_no);
+    }
+    /* Blank lines at the end belong to no batch; the last batch ends at its last record. */
+    if (rc == 0) rc = produce_flush(st);
+    fr_free(kinds);
+    fr_free(texts);
+    fr_free(lens);
+    cli_json_scratch_free(&scratch);
+    cli_lines_free(&lines);
+    return rc;
+}
+
+/* ---- CSV ------------------------------------------------------------------------------- */
+
+/* The header names the columns: field k holds column col_of[k]. */
+static int produce_csv_header(produce_state *st, const cli_csv_record *rec, int *col_of,
+                              fr_error *err)
+{
+    for (int c = 0; c < st->ncols; c++) st->member_of[c] = -1;
+    for (int k = 0; k < rec->count; k++) {
+        char key[FR_NAME_BYTES_MAX + 1];
+        size_t n = rec->len[k];
+        const char *name = (const char *)rec->text.data + rec->start[k];
+        int c = -1;
+        if (n <= FR_NAME_BYTES_MAX && !memchr(name, 0, n)) {
+            memcpy(key, name, n);
+            key[n] = 0;
+            c = fr_schema_find(st->schema, key);
+        }
+        if (c < 0)
+            return fr_fail(err, FR_EINVAL, "the header names an unknown column '%.*s' (table %s "
+                                           "has no such column)",
+                           (int)(n > 64 ? 64 : n), name, st->table);
+        if (st->member_of[c] >= 0)
+            return fr_fail(err, FR_EINVAL, "the header names column '%s' twice",
+                           fr_schema_field(st->schema, c)->name);
+        st->member_of[c] = k;
+        col_of[k] = c;
+    }
+    return 0;
+}
+
+static int produce_csv_row(produce_state *st, const cli_csv_record *rec, int nheader,
+                           cli_json_kind *kinds, const char **texts, size_t *lens,
+                           fr_error *err)
+{
+    FR_CHECK(rec->count == nheader, FR_EINVAL, err, "%d fields where the header has %d",
+             rec->count, nheader);
+    for (int k = 0; k < rec->count; k++) {
+        /* An empty unquoted field is NULL; "" is the empty string. */
+        kinds[k] = rec->len[k] == 0 && !rec->quoted[k] ? CLI_JSON_NULL : CLI_JSON_STRING;
+        texts[k] = (const char *)rec->text.data + rec->start[k];
+        lens[k] = rec->len[k];
+    }
+    return produce_row(st, kinds, texts, lens, true, err);
+}
+
+static int produce_csv(produce_state *st, FILE *in)
+{
+    cli_csv_record rec = {0};
+    int64_t line_no = 0;
+    int nheader = 0, rc = 0;
+    int *col_of = fr_calloc(FR_SCHEMA_COLUMNS_MAX, sizeof *col_of);
+    cli_json_kind *kinds = fr_calloc(FR_SCHEMA_COLUMNS_MAX, sizeof *kinds);
+    const char **texts = fr_calloc(FR_SCHEMA_COLUMNS_MAX, sizeof *texts);
+    size_t *lens = fr_calloc(FR_SCHEMA_COLUMNS_MAX, sizeof *lens);
+    if (!col_of || !kinds || !texts || !lens) {
+        cli_error("out of memory");
+        rc = CLI_EXIT_FAILED;
+    }
+    fr_error err = {0};
+    int got = rc ? 0 : cli_csv_next(in, &line_no, &rec, &err);
+    if (got < 0) rc = produce_stop(st, line_no, err.msg);
+    else if (got == 0 && rc == 0) {
+        cli_error("stdin is empty: CSV input starts with a header line naming the columns");
+        rc = CLI_EXIT_FAILED;
+    } else if (rc == 0 && produce_csv_header(st, &rec, col_of, &err) < 0) {
+        rc = produce_stop(st, 1, err.msg);
+    }
+    nheader = rec.count;
+    st->batch_first_line = line_no + 1;
+    while (rc == 0) {
+        got = cli_csv_next(in, &line_no, &rec, &err);
+        if (got < 0) {
+            rc = produce_stop(st, rec.line_no, err.msg);
+            break;
+        }
+        if (got == 0) break;
+        if (rec.count == 1 && rec.len[0] == 0 && !rec.quoted[0]) continue; /* a blank line */
+        if (produce_csv_row(st, &rec, nheader, kinds, texts, lens, &err) < 0) {
+            rc = produce_stop(st, rec.line_no, err.msg);
+            break;
+        }
+        rc = produce_row_done(st, line_no);
+    }
+    if (rc == 0) rc = produce_flush(st);
+    fr_free(col_of);
+    fr_free(kinds);
+    fr_free(texts);
+    fr_free(lens);
+    cli_csv_record_free(&rec);
+    return rc;
+}
+
+/* ---- the command ----------------------------------------------------------------------- */
+
+static int produce_run(produce_state *st, const char *data_dir, cli_format format)
+{
+    int rc = cli_open_client("produce", data_dir, &st->client);
+    if (rc) return rc;
+    fr_error err = {0};
+    if (cli_table_schema(st->client, st->table, &st->schema, &err) < 0) {
+        cli_error("%s", err.msg);
+        return CLI_EXIT_FAILED;
+    }
+    st->ncols = fr_schema_num_fields(st->schema);
+    st->member_of = fr_calloc((size_t)st->ncols + 1, sizeof *st->member_of);
+    if (!st->member_of || fr_builder_new(st->schema, &st->bld, &err) < 0) {
+        cli_error("%s", st->member_of ? err.msg : "out of memory");
+        return CLI_EXIT_FAILED;
+    }
+    st->writer_id = produce_writer_id();
+    st->batch_first_line = 1;
+    rc = format == CLI_FORMAT_CSV ? produce_csv(st, stdin) : produce_json(st, stdin);
+    if (rc == 0)
+        fprintf(stderr, "%lld row%s written to %s\n", (long long)st->written,
+                st->written == 1 ? "" : "s", st->table);
+    return rc;
+}
+
+int cli_produce_main(int argc, char **argv)
+{
+    const char *data_dir = NULL, *table = NULL, *format_text = NULL, *batch_rows = NULL;
+    bool verbose = false, help = false;
+    const cli_opt opts[] = {
+        {"data-dir", 0, &data_dir, NULL},      {"table", 't', &table, NULL},
+        {"format", 0, &format_text, NULL},     {"batch-rows", 0, &batch_rows, NULL},
+        {"verbose", 'v', NULL, &verbose},
+    };
+    int rc = cli_parse_opts("produce", argc, argv, opts, sizeof opts / sizeof opts[0], &help);
+    if (rc) return rc;
+    if (help) {
+        cli_help_print(stdout, "produce");
+        return CLI_EXIT_OK;
+    }
+    cli_format format = CLI_FORMAT_JSON;
+    if (format_text &&
+        (rc = cli_format_parse("produce", format_text,
+                               1u << CLI_FORMAT_JSON | 1u << CLI_FORMAT_CSV, &format)))
+        return rc;
+    produce_state st = {.table = table, .verbose = verbose, .batch_rows =
+                                                                CLI_PRODUCE_BATCH_ROWS_DEFAULT};
+    if (batch_rows && (rc = cli_parse_count("produce", "--batch-rows", batch_rows, 1,
+                                            CLI_PRODUCE_BATCH_ROWS_MAX, &st.batch_rows)))
+        return rc;
+    if (!data_dir) return cli_usage_error("produce", "--data-dir DIR is required");
+    if (!table) return cli_usage_error("produce", "--table DB.TABLE is required");
+    fr_buf_init(&st.bytes);
+    fr_buf_init(&st.shown);
+    rc = produce_run(&st, data_dir, format);
+    fr_builder_free(st.bld);
+    fr_schema_free(st.schema);
+    fr_free(st.member_of);
+    fr_buf_free(&st.bytes);
+    fr_buf_free(&st.shown);
+    if (st.client) firth_close(st.client);
+    return rc;
+}
