@@ -15,6 +15,7 @@ typedef struct consume_state {
     cli_format format;
     bool with_offsets;
     fr_compression codec;
+    bool begun;           /* the header (CSV) or schema message (arrow) is out */
     cli_printer *printer; /* json, csv */
     fr_schema *schema;    /* what is printed: the projection, with offsets for arrow */
     fr_builder *bld;      /* arrow --with-offsets: batches with the two columns added */
@@ -127,16 +128,23 @@ static int consume_arrow_batch(consume_state *st, const fr_batch *b, int bucket,
     return cli_write(stdout, &st->out, err);
 }
 
+static int consume_begin(consume_state *st, const fr_schema *projected, fr_error *err);
+
 static int consume_on_batch(void *ctx, int bucket, firth_batch *batch, const int64_t *offsets)
 {
     consume_state *st = ctx;
-    int rc;
-    if (firth_batch_num_rows(batch) == 0) {
-        firth_batch_free(batch);
-        return 0;
+    const fr_batch *b = firth_batch_unwrap(batch);
+    int rc = 0;
+    /* The header comes from the first batch, so that a bad --columns or --where is reported
+     * by the scan itself before anything is printed. */
+    if (!st->begun) {
+        rc = consume_begin(st, fr_batch_schema(b), &st->err);
+        st->begun = rc == 0;
     }
-    if (st->format == CLI_FORMAT_ARROW) {
-        rc = consume_arrow_batch(st, firth_batch_unwrap(batch), bucket, offsets, &st->err);
+    if (rc < 0 || fr_batch_num_rows(b) == 0) {
+        firth_batch_free(batch);
+    } else if (st->format == CLI_FORMAT_ARROW) {
+        rc = consume_arrow_batch(st, b, bucket, offsets, &st->err);
         firth_batch_free(batch);
     } else {
         rc = cli_printer_rows(st->printer, batch, bucket, st->with_offsets ? offsets : NULL,
@@ -178,12 +186,6 @@ static int consume_run(consume_state *st, firth_client *c, const char *table,
     fr_schema *tschema = NULL, *projected = NULL;
     int rc = CLI_EXIT_FAILED;
     fr_error err = {0};
-    if (cli_table_schema(c, table, &tschema, &err) < 0 ||
-        consume_project(tschema, o->columns, table, &projected, &err) < 0 ||
-        consume_begin(st, projected, &err) < 0) {
-        cli_error("%s", err.msg);
-        goto done;
-    }
     firth_error ferr = {0};
     if (firth_scan(c, table, o, consume_on_batch, st, &ferr) < 0 && !st->failed) {
         cli_error("%s", ferr.msg);
@@ -191,6 +193,13 @@ static int consume_run(consume_state *st, firth_client *c, const char *table,
     }
     if (st->failed) {
         cli_error("%s", st->err.msg);
+        goto done;
+    }
+    /* No batch came: the header or schema still describes the columns asked for. */
+    if (!st->begun && (cli_table_schema(c, table, &tschema, &err) < 0 ||
+                       consume_project(tschema, o->columns, table, &projected, &err) < 0 ||
+                       consume_begin(st, projected, &err) < 0)) {
+        cli_error("%s", err.msg);
         goto done;
     }
     if (consume_end(st, &err) < 0) {
