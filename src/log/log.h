@@ -69,7 +69,11 @@ typedef struct fr_rb_view {
  * mismatch, with the byte position; FR_ERANGE (not corrupt) when n is shorter than the
  * batch's declared length, so that a caller can tell a torn tail from a bad batch. */
 int fr_rb_decode(const uint8_t *p, size_t n, fr_rb_view *out, fr_error *err);
-/* Decodes the statistics block into stats[ncols] (string values point into the batch). */
+/* Decodes the statistics block into stats[ncols] (one per column of schema, which must be
+ * the schema the batch was written with; string values point into the batch). FR_ENOTFOUND
+ * when the batch carries no statistics (then nothing may be pruned); FR_ECORRUPT when the
+ * block does not match the schema or runs past its length. The block's layout is in
+ * docs/FORMAT.md. */
 int fr_rb_stats(const fr_rb_view *rb, const fr_schema *schema, fr_column_stats *stats,
                 fr_error *err);
 /* Sets base offset and commit timestamp in an encoded batch (outside the CRC). */
@@ -102,8 +106,14 @@ typedef struct fr_log fr_log;
  * CRC, a short batch, a bad index) is truncated, with a WARN log line saying what and how
  * many bytes. Indexes that do not match their segment are rebuilt. */
 int fr_log_open(const char *dir, const fr_log_options *opts, fr_log **out, fr_error *err);
-/* Closes the log (flushing what is unflushed). */
+/* Closes the log (flushing what is unflushed). No other call may be running. */
 void fr_log_close(fr_log *log);
+/* Makes every batch written so far durable (one fdatasync shared with concurrent appenders).
+ * With FR_FLUSH_INTERVAL, appends flush lazily once the interval has passed; a caller that
+ * wants a bound on an idle log's unflushed tail calls this on a timer. Thread: any. */
+int fr_log_flush(fr_log *log, fr_error *err);
+/* The number of fdatasync calls made on segment files since open (for tests and metrics). */
+int64_t fr_log_fsync_count(fr_log *log);
 
 /* Appends one encoded record batch (see fr_rb_encode). Assigns the base offset and the
  * commit timestamp (never lower than the previous batch's), writes, and returns once the
@@ -118,7 +128,8 @@ int fr_log_append(fr_log *log, uint8_t *batch, size_t len, int64_t *base_offset,
 
 int64_t fr_log_start_offset(fr_log *log); /* earliest offset still kept */
 int64_t fr_log_end_offset(fr_log *log);   /* next offset to be assigned (visible end) */
-/* The first offset whose batch's commit timestamp is >= ts, or the end offset. */
+/* The first offset whose batch's commit timestamp is >= ts, or the end offset. Commit
+ * timestamps never decrease along the log, so this is a search through the time indexes. */
 int fr_log_offset_for_time(fr_log *log, int64_t ts_ms, int64_t *offset, fr_error *err);
 
 /* A read: from an offset, projecting columns and filtering rows. */
@@ -141,10 +152,15 @@ typedef int (*fr_log_batch_fn)(void *ctx, fr_batch *batch, const int64_t *offset
                                const uint8_t *change_types, int64_t commit_ts, fr_error *err);
 
 /* Reads from r->from_offset to the end (or the limits): batches whose statistics rule the
- * filter out are skipped without decoding; the others are projected (of the columns that
- * the projection and the filter need) in their encoded form, decoded, filtered and
- * projected. *next_offset is where the next read should start.
- * Thread: any, concurrently with appends. */
+ * filter out are skipped without decoding (and without a callback); the others are
+ * projected (of the columns that the projection and the filter need) in their encoded form,
+ * decoded, filtered and projected. *next_offset is where the next read should start.
+ * max_bytes <= 0 means no byte limit; max_records 0 reads nothing. Columns must be distinct
+ * and in range (FR_EINVAL). A from_offset outside start..end is FR_ERANGE. A batch written
+ * with another schema id than r->schema's ends the read before it; when it is the first
+ * batch, the read fails with FR_ETYPE (read it with its own schema).
+ * Thread: any, concurrently with appends, retention and truncation (a concurrent truncation
+ * may let the read return batches it removes). */
 int fr_log_read_batches(fr_log *log, const fr_log_read *r, fr_log_batch_fn fn, void *ctx,
                         int64_t *next_offset, fr_error *err);
 
@@ -154,11 +170,16 @@ int fr_log_read_batches(fr_log *log, const fr_log_read *r, fr_log_batch_fn fn, v
 int fr_log_read_raw(fr_log *log, int64_t from_offset, int64_t max_bytes, fr_buf *out,
                     fr_error *err);
 
-/* Deletes whole segments that are older than the retention time or beyond the retention
- * size (never the active segment). Returns the number of segments removed in *removed. */
+/* Deletes whole segments, oldest first, never the active one: a segment whose newest batch
+ * is older than now_ms - retention_ms, and a segment without which the log would still hold
+ * at least retention_bytes (Kafka's retention.bytes). Readers that hold a deleted segment
+ * finish their read. Returns the number of segments removed in *removed (may be NULL). */
 int fr_log_enforce_retention(fr_log *log, int64_t now_ms, int *removed, fr_error *err);
 
-/* Removes all data at and after offset (used by tests and by KV recovery). */
+/* Removes all data at and after offset (used by tests and by KV recovery). offset must be
+ * the first offset of a batch (FR_EINVAL otherwise, naming the batch) and not before the
+ * start (FR_ERANGE); an offset at or past the end is a no-op. Appends waiting for their
+ * flush when a truncation happens fail with FR_ESTATE. */
 int fr_log_truncate(fr_log *log, int64_t offset, fr_error *err);
 
 /* Sizes for metrics and DESCRIBE. */

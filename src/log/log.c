@@ -1,0 +1,522 @@
+/* log.c — the log of one bucket: open and close, append with group commit, rolling segments,
+ * retention, truncation and the sizes.
+ *
+ * Appends are serialized by write_mu: a batch is checked, given its base offset and commit
+ * timestamp, and written with one pwrite at the end of the active segment. Under
+ * FR_FLUSH_EVERY_APPEND the fdatasync happens after write_mu is released: an appender whose
+ * bytes are written but not durable either becomes the flusher (one fdatasync covers every
+ * batch written so far) or waits on flush_cond for the running flush to cover it, so N
+ * concurrent appenders share few fsyncs. Readers see batches below visible_offset: the
+ * durable end under FR_FLUSH_EVERY_APPEND, the written end otherwise.
+ *
+ * Segments before the active one are durable: a roll fsyncs the old segment before the new
+ * one becomes active, so a flusher only ever needs to fsync the active segment. */
+#include "log/log_int.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
+
+/* Positions in an offset-index entry are 32-bit: a segment stays below 2^31 bytes plus one
+ * batch. */
+#define LOG_SEGMENT_BYTES_MAX ((int64_t)1 << 31)
+
+void fr_log_options_default(fr_log_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->flush = FR_FLUSH_EVERY_APPEND;
+    o->flush_interval_ms = 1000;
+    o->segment_bytes = (int64_t)1 << 30;
+    o->index_interval_bytes = 4096;
+    o->retention_ms = -1;
+    o->retention_bytes = -1;
+    o->name = NULL;
+}
+
+static int check_options(const fr_log_options *o, fr_error *err)
+{
+    FR_CHECK(o->flush == FR_FLUSH_EVERY_APPEND || o->flush == FR_FLUSH_INTERVAL ||
+                 o->flush == FR_FLUSH_NONE,
+             FR_EINVAL, err, "log: unknown flush mode %d", (int)o->flush);
+    FR_CHECK(o->flush != FR_FLUSH_INTERVAL || o->flush_interval_ms > 0, FR_EINVAL, err,
+             "log: flush interval of %lld ms must be positive", (long long)o->flush_interval_ms);
+    FR_CHECK(o->segment_bytes >= 1 && o->segment_bytes <= LOG_SEGMENT_BYTES_MAX, FR_EINVAL, err,
+             "log: segment size of %lld bytes is outside 1..%lld", (long long)o->segment_bytes,
+             (long long)LOG_SEGMENT_BYTES_MAX);
+    FR_CHECK(o->index_interval_bytes >= 0, FR_EINVAL, err,
+             "log: index interval of %lld bytes is negative", (long long)o->index_interval_bytes);
+    return FR_OK;
+}
+
+static void log_free(fr_log *log)
+{
+    for (int i = 0; i < log->nsegs; i++) log_segment_unref_locked(log->segs[i]);
+    fr_free(log->segs);
+    fr_free(log->writers);
+    pthread_cond_destroy(&log->flush_cond);
+    pthread_mutex_destroy(&log->mu);
+    pthread_mutex_destroy(&log->write_mu);
+    fr_free(log->name);
+    fr_free(log->dir);
+    fr_free(log);
+}
+
+int fr_log_open(const char *dir, const fr_log_options *opts, fr_log **out, fr_error *err)
+{
+    fr_log_options defaults;
+    if (!opts) {
+        fr_log_options_default(&defaults);
+        opts = &defaults;
+    }
+    FR_TRY(check_options(opts, err));
+    fr_log *log = fr_calloc(1, sizeof *log);
+    if (!log) return fr_fail(err, FR_ENOMEM, "log %s: out of memory", dir);
+    pthread_mutex_init(&log->write_mu, NULL);
+    pthread_mutex_init(&log->mu, NULL);
+    pthread_cond_init(&log->flush_cond, NULL);
+    atomic_init(&log->fsyncs, 0);
+    log->opts = *opts;
+    log->dir = fr_strdup(dir);
+    log->name = fr_strdup(opts->name ? opts->name : dir);
+    int rc;
+    if (!log->dir || !log->name) {
+        rc = fr_fail(err, FR_ENOMEM, "log %s: out of memory", dir);
+        goto fail;
+    }
+    log->opts.name = log->name;
+    FR_GOTO(fr_mkdirs(dir, err));
+    FR_GOTO(log_recover(log, err));
+    log->last_flush_ms = fr_now_ms();
+    *out = log;
+    return FR_OK;
+fail:
+    log_free(log);
+    return rc;
+}
+
+/* ---- durability ------------------------------------------------------------------------- */
+
+/* Runs one fdatasync of the active segment with mu released, covering every batch written
+ * before it starts. Called and returns with mu held; the caller saw !flushing. */
+static void flush_as_leader(fr_log *log)
+{
+    assert(!log->flushing);
+    log->flushing = true;
+    int64_t target = log->next_offset;
+    log_segment *seg = log->segs[log->nsegs - 1];
+    seg->refs++;
+    pthread_mutex_unlock(&log->mu);
+    int rc = fdatasync(seg->log_fd);
+    int e = errno;
+    atomic_fetch_add(&log->fsyncs, 1);
+    pthread_mutex_lock(&log->mu);
+    log->flushing = false;
+    if (rc != 0) {
+        /* After a failed fsync the page cache may have dropped the dirty pages: nothing
+         * written since the last good fsync can be trusted, so writes stop. */
+        FR_ERROR("log %s: fdatasync of segment %020lld failed: %s; the log stops accepting "
+                 "writes until it is reopened",
+                 log->name, (long long)seg->base, strerror(e));
+        log->failed = e == ENOSPC ? FR_ENOSPC : FR_EIO;
+    } else if (target > log->durable_offset) {
+        log->durable_offset = target;
+        if (log->opts.flush == FR_FLUSH_EVERY_APPEND) log->visible_offset = target;
+    }
+    log->last_flush_ms = fr_now_ms();
+    log_segment_unref_locked(seg);
+    pthread_cond_broadcast(&log->flush_cond);
+}
+
+static int failed_error(fr_log *log, fr_error *err)
+{
+    return fr_fail(err, log->failed,
+                   "log %s: stopped accepting writes after an I/O error; check the disk and "
+                   "reopen the log",
+                   log->name);
+}
+
+/* Waits until offsets below `end` are durable (mu held). */
+static int wait_durable_locked(fr_log *log, int64_t end, int64_t truncations, fr_error *err)
+{
+    while (log->durable_offset < end && !log->failed && log->truncations == truncations) {
+        if (!log->flushing) flush_as_leader(log);
+        else pthread_cond_wait(&log->flush_cond, &log->mu);
+    }
+    if (log->truncations != truncations)
+        return fr_fail(err, FR_ESTATE, "log %s: truncated while the append was being flushed",
+                       log->name);
+    if (log->durable_offset < end) return failed_error(log, err);
+    return FR_OK;
+}
+
+static int after_write(fr_log *log, int64_t end, int64_t truncations, fr_error *err)
+{
+    if (log->opts.flush == FR_FLUSH_NONE) return FR_OK;
+    pthread_mutex_lock(&log->mu);
+    int rc = FR_OK;
+    if (log->opts.flush == FR_FLUSH_EVERY_APPEND) {
+        rc = wait_durable_locked(log, end, truncations, err);
+    } else if (!log->flushing && log->durable_offset < log->next_offset &&
+               fr_now_ms() - log->last_flush_ms >= log->opts.flush_interval_ms) {
+        /* FR_FLUSH_INTERVAL flushes lazily: the first append after the interval does it. */
+        flush_as_leader(log);
+        if (log->failed) rc = failed_error(log, err);
+    }
+    pthread_mutex_unlock(&log->mu);
+    return rc;
+}
+
+int fr_log_flush(fr_log *log, fr_error *err)
+{
+    pthread_mutex_lock(&log->mu);
+    int rc = wait_durable_locked(log, log->next_offset, log->truncations, err);
+    pthread_mutex_unlock(&log->mu);
+    return rc;
+}
+
+void fr_log_close(fr_log *log)
+{
+    if (!log) return;
+    fr_error err;
+    if (fr_log_flush(log, &err) < 0) FR_WARN("log %s: closing: %s", log->name, err.msg);
+    /* The indexes are checked at open anyway; syncing them avoids a rebuild after a crash. */
+    log_segment *active = log->segs[log->nsegs - 1];
+    if (fdatasync(active->index_fd) != 0 || fdatasync(active->time_fd) != 0)
+        FR_WARN("log %s: closing: cannot fsync the indexes: %s", log->name, strerror(errno));
+    log_free(log);
+}
+
+int64_t fr_log_fsync_count(fr_log *log) { return atomic_load(&log->fsyncs); }
+
+/* ---- append ----------------------------------------------------------------------------- */
+
+static int write_all(int fd, const uint8_t *p, size_t n, int64_t at)
+{
+    while (n > 0) {
+        ssize_t w = pwrite(fd, p, n, (off_t)at);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return errno;
+        if (w == 0) return EIO;
+        p += w;
+        n -= (size_t)w;
+        at += w;
+    }
+    return 0;
+}
+
+static int push_segment_locked(fr_log *log, log_segment *seg, fr_error *err)
+{
+    if (log->nsegs == log->segs_cap) {
+        int ncap = log->segs_cap * 2;
+        log_segment **p = fr_realloc(log->segs, (size_t)ncap * sizeof *p);
+        if (!p) return fr_fail(err, FR_ENOMEM, "log %s: out of memory", log->name);
+        log->segs = p;
+        log->segs_cap = ncap;
+    }
+    log->segs[log->nsegs++] = seg;
+    return FR_OK;
+}
+
+/* Seals the active segment (fsynced, so that flushers need only look at the active one) and
+ * starts a new one at the next offset. write_mu held. */
+static int roll(fr_log *log, fr_error *err)
+{
+    log_segment *old = log->segs[log->nsegs - 1];
+    int rc = fdatasync(old->log_fd);
+    atomic_fetch_add(&log->fsyncs, 1);
+    if (rc != 0) {
+        int e = errno;
+        pthread_mutex_lock(&log->mu);
+        log->failed = e == ENOSPC ? FR_ENOSPC : FR_EIO;
+        pthread_mutex_unlock(&log->mu);
+        return fr_fail_errno(err, e, "log %s: fsync of segment %020lld", log->name,
+                             (long long)old->base);
+    }
+    if (fdatasync(old->index_fd) != 0 || fdatasync(old->time_fd) != 0)
+        FR_WARN("log %s: cannot fsync the indexes of segment %020lld: %s", log->name,
+                (long long)old->base, strerror(errno));
+    log_segment *seg;
+    FR_TRY(log_segment_create(log, log->next_offset, &seg, err));
+    pthread_mutex_lock(&log->mu);
+    rc = push_segment_locked(log, seg, err);
+    if (rc == 0 && log->next_offset > log->durable_offset) {
+        log->durable_offset = log->next_offset;
+        if (log->opts.flush == FR_FLUSH_EVERY_APPEND) log->visible_offset = log->durable_offset;
+        pthread_cond_broadcast(&log->flush_cond);
+    }
+    pthread_mutex_unlock(&log->mu);
+    if (rc < 0) {
+        log_segment_unlink(log, seg);
+        log_segment_unref_locked(seg);
+    }
+    return rc;
+}
+
+/* The idempotence check: FR_EDUPLICATE when this writer's sequence was seen. write_mu held. */
+static int check_duplicate(fr_log *log, const fr_rb_view *v, int64_t *base_offset,
+                           fr_error *err)
+{
+    if (v->writer_id == FR_NO_WRITER || v->batch_sequence < 0) return FR_OK;
+    log_writer_state *w = log_writer_find(log, v->writer_id);
+    if (!w || v->batch_sequence > w->seq) return FR_OK;
+    *base_offset = v->batch_sequence == w->seq ? w->base_offset : -1;
+    return fr_fail(err, FR_EDUPLICATE,
+                   "log %s: writer %lld sent sequence %d again (the last appended is %d)",
+                   log->name, (long long)v->writer_id, (int)v->batch_sequence, (int)w->seq);
+}
+
+/* Writes the batch at the end of the active segment and publishes it. write_mu held. */
+static int append_locked(fr_log *log, uint8_t *batch, fr_rb_view *v, int64_t *base_offset,
+                         int64_t *end, int64_t *truncations, fr_error *err)
+{
+    pthread_mutex_lock(&log->mu);
+    int failed = log->failed;
+    *truncations = log->truncations;
+    pthread_mutex_unlock(&log->mu);
+    if (failed) return failed_error(log, err);
+    FR_TRY(check_duplicate(log, v, base_offset, err));
+
+    log_segment *seg = log->segs[log->nsegs - 1];
+    int64_t len = v->length;
+    if (seg->size > 0 && (seg->size + len > log->opts.segment_bytes ||
+                          log->next_offset + v->record_count - seg->base > (int64_t)UINT32_MAX)) {
+        FR_TRY(roll(log, err));
+        seg = log->segs[log->nsegs - 1];
+    }
+    assert((size_t)(seg->size + len) <= seg->map_len);
+    int64_t base = log->next_offset;
+    int64_t ts = fr_now_ms();
+    if (ts < log->last_ts) ts = log->last_ts;
+    fr_rb_assign(batch, base, ts);
+    v->base_offset = base;
+    v->commit_timestamp = ts;
+
+    int e = write_all(seg->log_fd, batch, (size_t)len, seg->size);
+    if (e != 0) {
+        /* Undo a partial write so that the next batch starts at a batch boundary. */
+        if (ftruncate(seg->log_fd, (off_t)seg->size) != 0) {
+            pthread_mutex_lock(&log->mu);
+            log->failed = FR_EIO;
+            pthread_mutex_unlock(&log->mu);
+        }
+        return fr_fail_errno(err, e, "log %s: write of %lld bytes to segment %020lld", log->name,
+                             (long long)len, (long long)seg->base);
+    }
+    fr_error ierr;
+    if (log_segment_note_batch(log, seg, seg->size, v, true, &ierr) < 0)
+        FR_WARN("log %s: index entry skipped: %s", log->name, ierr.msg);
+    if (v->writer_id != FR_NO_WRITER && v->batch_sequence >= 0 &&
+        log_writer_note(log, v->writer_id, v->batch_sequence, base, &ierr) < 0)
+        FR_WARN("log %s: writer %lld not recorded: %s", log->name, (long long)v->writer_id,
+                ierr.msg);
+    log->last_ts = ts;
+    pthread_mutex_lock(&log->mu);
+    seg->size += len;
+    seg->next_offset = base + v->record_count;
+    seg->max_ts = ts;
+    log->next_offset = base + v->record_count;
+    if (log->opts.flush != FR_FLUSH_EVERY_APPEND) log->visible_offset = log->next_offset;
+    pthread_mutex_unlock(&log->mu);
+    *base_offset = base;
+    *end = base + v->record_count;
+    return FR_OK;
+}
+
+int fr_log_append(fr_log *log, uint8_t *batch, size_t len, int64_t *base_offset, fr_error *err)
+{
+    fr_rb_view v;
+    int rc = fr_rb_decode(batch, len, &v, err);
+    if (rc == FR_ERANGE) {
+        /* A short batch is a bad batch here: the caller gave all it has. */
+        rc = FR_ECORRUPT;
+        if (err) err->code = rc;
+    }
+    if (rc < 0) {
+        fr_error_wrap(err, "log %s: append", log->name);
+        return rc;
+    }
+    FR_CHECK((size_t)v.length == len, FR_ECORRUPT, err,
+             "log %s: append of %zu bytes holding a batch of %d bytes", log->name, len,
+             (int)v.length);
+    int64_t end = 0, truncations = 0;
+    pthread_mutex_lock(&log->write_mu);
+    rc = append_locked(log, batch, &v, base_offset, &end, &truncations, err);
+    pthread_mutex_unlock(&log->write_mu);
+    if (rc < 0) return rc;
+    return after_write(log, end, truncations, err);
+}
+
+/* ---- offsets and sizes ------------------------------------------------------------------ */
+
+int64_t fr_log_start_offset(fr_log *log)
+{
+    pthread_mutex_lock(&log->mu);
+    int64_t v = log->segs[0]->base;
+    pthread_mutex_unlock(&log->mu);
+    return v;
+}
+
+int64_t fr_log_end_offset(fr_log *log)
+{
+    pthread_mutex_lock(&log->mu);
+    int64_t v = log->visible_offset;
+    pthread_mutex_unlock(&log->mu);
+    return v;
+}
+
+int64_t fr_log_size_bytes(fr_log *log)
+{
+    pthread_mutex_lock(&log->mu);
+    int64_t total = 0;
+    for (int i = 0; i < log->nsegs; i++) total += log->segs[i]->size;
+    pthread_mutex_unlock(&log->mu);
+    return total;
+}
+
+int fr_log_num_segments(fr_log *log)
+{
+    pthread_mutex_lock(&log->mu);
+    int n = log->nsegs;
+    pthread_mutex_unlock(&log->mu);
+    return n;
+}
+
+/* ---- retention -------------------------------------------------------------------------- */
+
+/* Drops segs[i] from the list and unlinks its files; readers holding it keep it. mu held. */
+static void remove_segment_locked(fr_log *log, int i)
+{
+    log_segment *seg = log->segs[i];
+    log_segment_unlink(log, seg);
+    seg->deleted = true;
+    memmove(log->segs + i, log->segs + i + 1, (size_t)(log->nsegs - i - 1) * sizeof *log->segs);
+    log->nsegs--;
+    log_segment_unref_locked(seg);
+}
+
+int fr_log_enforce_retention(fr_log *log, int64_t now_ms, int *removed, fr_error *err)
+{
+    int n = 0;
+    pthread_mutex_lock(&log->write_mu);
+    pthread_mutex_lock(&log->mu);
+    int64_t total = 0;
+    for (int i = 0; i < log->nsegs; i++) total += log->segs[i]->size;
+    /* Only the oldest segments go, never the active one, so offsets stay dense. Time: the
+     * newest batch of the segment is older than the retention. Size: the log would still
+     * hold at least retention_bytes without the segment (as Kafka's retention.bytes). */
+    while (log->nsegs > 1) {
+        log_segment *seg = log->segs[0];
+        bool old = log->opts.retention_ms >= 0 && seg->max_ts < now_ms - log->opts.retention_ms;
+        bool big = log->opts.retention_bytes >= 0 &&
+                   total - seg->size >= log->opts.retention_bytes;
+        if (!old && !big) break;
+        FR_INFO("log %s: retention removes segment %020lld (%lld bytes, offsets %lld..%lld)",
+                log->name, (long long)seg->base, (long long)seg->size, (long long)seg->base,
+                (long long)seg->next_offset - 1);
+        total -= seg->size;
+        remove_segment_locked(log, 0);
+        n++;
+    }
+    pthread_mutex_unlock(&log->mu);
+    int rc = n > 0 ? fr_fsync_dir(log->dir, err) : FR_OK;
+    pthread_mutex_unlock(&log->write_mu);
+    if (removed) *removed = n;
+    return rc;
+}
+
+/* ---- truncation ------------------------------------------------------------------------- */
+
+/* Finds the byte position of the batch starting at `offset` in seg, and the commit timestamp
+ * of the batch before it. write_mu held (the indexes change only under it). */
+static int find_batch_start(fr_log *log, log_segment *seg, int64_t offset, int64_t *pos_out,
+                            int64_t *prev_ts, fr_error *err)
+{
+    *prev_ts = INT64_MIN;
+    int64_t pos = offset > seg->base ? log_segment_lookup(seg, offset - 1) : 0;
+    while (pos < seg->size) {
+        fr_rb_view v;
+        FR_TRY(fr_rb_parse_header(seg->map + pos, (size_t)(seg->size - pos), &v, err));
+        if (v.base_offset == offset) break;
+        FR_CHECK(v.base_offset + v.record_count <= offset, FR_EINVAL, err,
+                 "log %s: cannot truncate at offset %lld inside the batch of offsets "
+                 "%lld..%lld; truncate at %lld",
+                 log->name, (long long)offset, (long long)v.base_offset,
+                 (long long)(v.base_offset + v.record_count - 1), (long long)v.base_offset);
+        *prev_ts = v.commit_timestamp;
+        pos += v.length;
+    }
+    *pos_out = pos;
+    return FR_OK;
+}
+
+/* Cuts segs[i] at pos (mu not held; write_mu held). In place when no reader holds the
+ * segment; otherwise the kept bytes are copied to a new file that replaces it, so that the
+ * readers' mapping never loses the pages it may touch. */
+static int cut_segment(fr_log *log, int i, int64_t pos, int64_t offset, int64_t prev_ts,
+                       fr_error *err)
+{
+    log_segment *seg = log->segs[i];
+    pthread_mutex_lock(&log->mu);
+    while (log->flushing) pthread_cond_wait(&log->flush_cond, &log->mu);
+    while (log->nsegs > i + 1) remove_segment_locked(log, log->nsegs - 1);
+    log->next_offset = offset;
+    if (log->visible_offset > offset) log->visible_offset = offset;
+    if (log->durable_offset > offset) log->durable_offset = offset;
+    log->truncations++;
+    pthread_cond_broadcast(&log->flush_cond);
+    bool in_place = seg->refs == 1;
+    int rc = FR_OK;
+    if (in_place) {
+        seg->size = pos;
+        seg->next_offset = offset;
+        seg->max_ts = prev_ts;
+        rc = log_segment_map(log, seg, log_segment_active_map_bytes(log, pos), err);
+    }
+    pthread_mutex_unlock(&log->mu);
+    FR_TRY(rc);
+    if (in_place) {
+        if (ftruncate(seg->log_fd, (off_t)pos) != 0 || fdatasync(seg->log_fd) != 0)
+            return fr_fail_errno(err, errno, "log %s: truncate segment %020lld", log->name,
+                                 (long long)seg->base);
+        return log_segment_cut_indexes(log, seg, pos, offset, err);
+    }
+    log_segment *copy;
+    FR_TRY(log_segment_copy_prefix(log, seg, pos, offset, &copy, err));
+    copy->max_ts = prev_ts;
+    pthread_mutex_lock(&log->mu);
+    log->segs[i] = copy;
+    seg->deleted = true;
+    log_segment_unref_locked(seg);
+    pthread_mutex_unlock(&log->mu);
+    return FR_OK;
+}
+
+int fr_log_truncate(fr_log *log, int64_t offset, fr_error *err)
+{
+    pthread_mutex_lock(&log->write_mu);
+    int rc = FR_OK;
+    if (offset >= log->next_offset) goto done;
+    if (offset < log->segs[0]->base) {
+        rc = fr_fail(err, FR_ERANGE, "log %s: cannot truncate at offset %lld before the start %lld",
+                     log->name, (long long)offset, (long long)log->segs[0]->base);
+        goto done;
+    }
+    int i = log->nsegs - 1;
+    while (log->segs[i]->base > offset) i--;
+    /* A cut at a segment's first offset keeps the (then empty) segment as the active one. */
+    int64_t pos = 0, prev_ts = INT64_MIN;
+    rc = find_batch_start(log, log->segs[i], offset, &pos, &prev_ts, err);
+    if (rc < 0) goto done;
+    rc = cut_segment(log, i, pos, offset, prev_ts, err);
+    if (rc == 0) rc = log_rebuild_writers(log, err);
+    if (rc == 0) rc = fr_fsync_dir(log->dir, err);
+    if (rc < 0) {
+        pthread_mutex_lock(&log->mu);
+        log->failed = rc == FR_ENOSPC ? FR_ENOSPC : FR_EIO;
+        pthread_mutex_unlock(&log->mu);
+    }
+done:
+    pthread_mutex_unlock(&log->write_mu);
+    return rc;
+}
