@@ -8,7 +8,27 @@
  * batch produces a whole column.
  *
  * SQL three-valued logic holds: comparisons with NULL are NULL; AND/OR follow Kleene's
- * tables; a filter keeps a row only when the predicate is TRUE. */
+ * tables; a filter keeps a row only when the predicate is TRUE.
+ *
+ * Typing rules applied by fr_expr_bind:
+ *   - A NULL literal has no type of its own: it takes the type its context asks for.
+ *   - Comparisons (=, <>, <, <=, >, >=, BETWEEN, IN) accept numbers with numbers (compared in
+ *     the common type: integers < DECIMAL < DOUBLE), strings with strings, bytes with bytes,
+ *     booleans with booleans, and temporal values of the same kind (DATE also with
+ *     TIMESTAMP, at midnight; precisions are compared in the finer unit). A string literal
+ *     compared with a DATE/TIME/TIMESTAMP expression is cast to that type while binding.
+ *   - Floating-point values are ordered totally: NaN equals NaN and sorts above +Infinity
+ *     (as in PostgreSQL). Writers of column statistics must use the same order.
+ *   - Arithmetic (+ - * / %) on integers computes in BIGINT, overflow is an error; with a
+ *     DECIMAL operand the result is DECIMAL with the SQL precision and scale rules (capped at
+ *     38 digits, the scale reduced to no less than 6 when the cap applies); with a FLOAT or
+ *     DOUBLE operand it is DOUBLE. Division or modulo by zero is an error (FR_EINVAL) for
+ *     every numeric type. DATE +/- integer adds days; DATE - DATE is the INT number of days.
+ *     Unary minus keeps DECIMAL and DOUBLE, turns integers into BIGINT and FLOAT into DOUBLE.
+ *   - || concatenates strings (STRING result) or bytes (BYTES result).
+ *   - LIKE matches strings; % matches any run of characters, _ one UTF-8 character, every
+ *     other byte itself.
+ *   - A result type is nullable when any input is (IS [NOT] NULL is never null). */
 #ifndef FIRTH_EXPR_H
 #define FIRTH_EXPR_H
 
@@ -51,6 +71,9 @@ struct fr_expr {
     int column;          /* FR_EX_COLUMN: index in the bound schema, -1 before binding */
     fr_type cast_type;   /* FR_EX_CAST */
     fr_type type;        /* result type, set by binding */
+    fr_type operand_type; /* set by binding: comparisons, IN and BETWEEN compare in this type;
+                            arithmetic converts its operands to it (the result type for
+                            numbers, DATE for date arithmetic) */
     int line, col;       /* position in the source text, for messages (1-based; 0 unknown) */
 };
 
@@ -58,13 +81,24 @@ struct fr_expr {
 fr_expr *fr_expr_literal(fr_arena *a, const fr_value *v);
 fr_expr *fr_expr_column(fr_arena *a, const char *name);
 fr_expr *fr_expr_node(fr_arena *a, fr_expr_kind kind, fr_expr_op op, int nargs, fr_expr **args);
+/* Shorthands over fr_expr_node: a binary operator, and CAST(arg AS to). */
+fr_expr *fr_expr_binary(fr_arena *a, fr_expr_op op, fr_expr *left, fr_expr *right);
+fr_expr *fr_expr_cast(fr_arena *a, fr_expr *arg, fr_type to);
 
-/* Resolves names against schema and infers types, in place. Errors (unknown column, type
- * mismatch such as 'abc' + 1) name the expression's line and column when known. */
+/* Resolves names against schema and infers types, in place. Errors (unknown column:
+ * FR_ENOTFOUND; type mismatch such as 'abc' + 1: FR_ETYPE; a string literal that does not
+ * parse as the date or time it is compared with: FR_EINVAL; nesting deeper than
+ * FR_EXPR_DEPTH_MAX: FR_ELIMIT) name the expression's line and column when known, as in
+ * "line 1, column 8: cannot compare STRING with INT". Binding may replace a literal's value
+ * (a string compared with a DATE becomes a DATE); binding the same tree again to the same
+ * schema gives the same result. */
 int fr_expr_bind(fr_expr *e, const fr_schema *schema, fr_error *err);
 
 /* Evaluates a bound expression over every row of b. *out is a new one-column batch whose
- * single column has the expression's type; the caller frees it. */
+ * single column has the expression's type; the caller frees it. The column is named after
+ * the column when e is a column reference, and "expr" otherwise. Errors: FR_EINVAL for
+ * division by zero, FR_ERANGE for arithmetic overflow or a result out of its type's range,
+ * those of fr_value_cast for CAST, FR_ENOMEM. Thread: any (e is only read). */
 int fr_expr_eval(const fr_expr *e, const fr_batch *b, fr_batch **out, fr_error *err);
 /* Evaluates a bound BOOLEAN expression as a filter: `keep` (caller-allocated bitmap of
  * (rows + 7) / 8 bytes) gets bit i set when the predicate is TRUE for row i. Returns the
@@ -72,7 +106,9 @@ int fr_expr_eval(const fr_expr *e, const fr_batch *b, fr_batch **out, fr_error *
 int fr_expr_filter(const fr_expr *e, const fr_batch *b, uint8_t *keep, int64_t *kept,
                    fr_error *err);
 
-/* Per-column statistics of a batch, as the log stores them. */
+/* Per-column statistics of a batch, as the log stores them. min and max have the column's
+ * type and order values as comparisons do (floating point: NaN above +Infinity); they are
+ * taken over the non-null values. */
 typedef struct fr_column_stats {
     int64_t null_count;
     bool has_minmax; /* false when unknown (e.g. strings over 64 bytes, all null) */
@@ -87,7 +123,11 @@ bool fr_expr_may_match(const fr_expr *e, const fr_column_stats *stats, int64_t r
  * provides (ncols + 7) / 8 zeroed bytes). */
 void fr_expr_columns(const fr_expr *e, uint8_t *used);
 
-/* Writes the expression as SQL text (for EXPLAIN-like messages and tests). */
+/* Writes the expression as SQL text (for EXPLAIN-like messages and tests), appending to
+ * out: every operator parenthesized, "(a + 1)", "(x IS NOT NULL)", "(s LIKE 'a''b%')",
+ * "CAST(a AS BIGINT)"; strings quoted with '' doubled, identifiers that are not plain
+ * ([A-Za-z_][A-Za-z0-9_]*) in backquotes, DATE '2026-01-01', TIME '10:00:00',
+ * TIMESTAMP '2026-01-01 10:00:00.123', X'0a1b' for bytes. */
 int fr_expr_format(const fr_expr *e, fr_buf *out, fr_error *err);
 
 #endif
