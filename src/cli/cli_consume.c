@@ -188,7 +188,9 @@ static int consume_run(consume_state *st, firth_client *c, const char *table,
     fr_error err = {0};
     firth_error ferr = {0};
     if (firth_scan(c, table, o, consume_on_batch, st, &ferr) < 0 && !st->failed) {
-        cli_error("%s", ferr.msg);
+        /* A message with a position comes from parsing the predicate: say which text. */
+        bool in_where = o->where && strncmp(ferr.msg, "line ", 5) == 0;
+        cli_error("%s%s", in_where ? "--where: " : "", ferr.msg);
         goto done;
     }
     if (st->failed) {

@@ -62,7 +62,7 @@ typedef struct cli_json_in {
 static int cli_json_fail(cli_json_in *in, const char *what)
 {
     if (in->i >= in->n)
-        return fr_fail(in->err, FR_EINVAL, "invalid JSON: the line ends where %s", what);
+        return fr_fail(in->err, FR_EINVAL, "invalid JSON: the line ends too early (%s)", what);
     return fr_fail(in->err, FR_EINVAL, "invalid JSON at byte %zu: %s", in->i + 1, what);
 }
 

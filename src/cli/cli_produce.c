@@ -63,17 +63,14 @@ static const char *produce_shown(produce_state *st, const char *text, size_t len
     return (const char *)st->shown.data;
 }
 
+/* "column 'c': 'text' is not a valid TYPE: why", in the words of the types module. */
 static int produce_bad_value(produce_state *st, const fr_field *f, const char *text,
-                             size_t len, int code, const char *why, fr_error *err)
+                             size_t len, const char *why, fr_error *err)
 {
     char tname[64];
     fr_type_format(&f->type, false, tname, sizeof tname);
-    const char *shown = produce_shown(st, text, len);
-    if (code == FR_ERANGE)
-        return fr_fail(err, FR_ERANGE, "column '%s': %s is out of range for %s", f->name,
-                       shown, tname);
-    return fr_fail(err, FR_EINVAL, "column '%s': %s is not a valid %s%s", f->name, shown,
-                   tname, why ? why : "");
+    return fr_fail(err, FR_EINVAL, "column '%s': %s is not a valid %s%s%s", f->name,
+                   produce_shown(st, text, len), tname, why ? ": " : "", why ? why : "");
 }
 
 /* Decodes "\x0a1b" hex into st->bytes. */
@@ -111,8 +108,7 @@ static int produce_convert(produce_state *st, const fr_field *f, cli_json_kind k
     }
     if (id == FR_T_BYTES) {
         if (!csv && kind != CLI_JSON_STRING)
-            return produce_bad_value(st, f, text, len, FR_EINVAL, " (give base64 in a string)",
-                                     err);
+            return produce_bad_value(st, f, text, len, "give base64 text in a JSON string", err);
         size_t from = st->bytes.len;
         int rc;
         if (csv && len >= 2 && text[0] == '\\' && text[1] == 'x')
@@ -121,11 +117,7 @@ static int produce_convert(produce_state *st, const fr_field *f, cli_json_kind k
             rc = fr_buf_append(&st->bytes, text, len, &perr);
         else
             rc = cli_base64_decode(text, len, &st->bytes, &perr);
-        if (rc < 0) {
-            char why[FR_ERROR_MSG_MAX + 8];
-            snprintf(why, sizeof why, " (%s)", perr.msg);
-            return produce_bad_value(st, f, text, len, FR_EINVAL, why, err);
-        }
+        if (rc < 0) return produce_bad_value(st, f, text, len, perr.msg, err);
         /* The pointer is taken after the row's last append (see produce_row), so here only
          * the position is kept: the value's ptr is the offset until then. */
         *out = fr_value_str(f->type, (const void *)(uintptr_t)from, st->bytes.len - from);
@@ -139,10 +131,11 @@ static int produce_convert(produce_state *st, const fr_field *f, cli_json_kind k
     }
     if (kind == CLI_JSON_TRUE || kind == CLI_JSON_FALSE ||
         (kind == CLI_JSON_NUMBER && (id == FR_T_BOOLEAN || fr_type_is_temporal(id))))
-        return produce_bad_value(st, f, text, len, FR_EINVAL,
-                                 fr_type_is_temporal(id) ? " (give it as a string)" : NULL, err);
+        return produce_bad_value(st, f, text, len,
+                                 fr_type_is_temporal(id) ? "give it as a JSON string" : NULL,
+                                 err);
     int rc = fr_value_parse(text, len, &f->type, out, &perr);
-    if (rc < 0) return produce_bad_value(st, f, text, len, rc, NULL, err);
+    if (rc < 0) return fr_fail(err, rc, "column '%s': %s", f->name, perr.msg);
     return 0;
 }
 
@@ -204,8 +197,9 @@ static int produce_flush(produce_state *st)
     }
     st->written += rows;
     if (st->verbose) {
-        fprintf(stderr, "acknowledged lines %lld-%lld (%lld rows)\n",
-                (long long)st->batch_first_line, (long long)st->last_line, (long long)rows);
+        fprintf(stderr, "acknowledged lines %lld-%lld (%lld row%s)\n",
+                (long long)st->batch_first_line, (long long)st->last_line, (long long)rows,
+                rows == 1 ? "" : "s");
         fflush(stderr);
     }
     st->batch_first_line = st->last_line + 1;
@@ -217,10 +211,11 @@ static int produce_stop(produce_state *st, int64_t line, const char *msg)
 {
     cli_error("stdin line %lld: %s", (long long)line, msg);
     if (st->written > 0)
-        fprintf(stderr, "firth: %lld rows (lines 1-%lld) were written to %s; nothing from line "
+        fprintf(stderr, "firth: %lld row%s (lines 1-%lld) %s written to %s; nothing from line "
                         "%lld on was written\n",
-                (long long)st->written, (long long)st->batch_first_line - 1, st->table,
-                (long long)st->batch_first_line);
+                (long long)st->written, st->written == 1 ? "" : "s",
+                (long long)st->batch_first_line - 1, st->written == 1 ? "was" : "were",
+                st->table, (long long)st->batch_first_line);
     else
         fprintf(stderr, "firth: nothing was written to %s\n", st->table);
     return CLI_EXIT_FAILED;
@@ -243,6 +238,22 @@ static bool produce_blank(const fr_buf *l)
     return true;
 }
 
+/* The schema's column names for a message ("a, b, c"), cut short when long. */
+static void produce_columns(const fr_schema *s, char *out, size_t cap)
+{
+    size_t used = 0;
+    out[0] = 0;
+    for (int i = 0; i < fr_schema_num_fields(s) && used + 4 < cap; i++) {
+        int n = snprintf(out + used, cap - used, "%s%s", i ? ", " : "",
+                         fr_schema_field(s, i)->name);
+        if (n < 0 || (size_t)n >= cap - used) {
+            snprintf(out + (cap > 4 ? cap - 4 : 0), 4, "...");
+            break;
+        }
+        used += (size_t)n;
+    }
+}
+
 /* Maps the members of one object to columns; unknown and repeated keys are errors. */
 static int produce_map_members(produce_state *st, const cli_json_member *m, int count,
                                fr_error *err)
@@ -256,9 +267,13 @@ static int produce_map_members(produce_state *st, const cli_json_member *m, int 
             key[m[k].key_len] = 0;
             c = fr_schema_find(st->schema, key);
         }
-        if (c < 0)
-            return fr_fail(err, FR_EINVAL, "unknown column '%.*s' (table %s has no such column)",
-                           (int)(m[k].key_len > 64 ? 64 : m[k].key_len), m[k].key, st->table);
+        if (c < 0) {
+            char all[160];
+            produce_columns(st->schema, all, sizeof all);
+            return fr_fail(err, FR_EINVAL, "unknown column '%.*s' (the columns of %s: %s)",
+                           (int)(m[k].key_len > 64 ? 64 : m[k].key_len), m[k].key, st->table,
+                           all);
+        }
         if (st->member_of[c] >= 0)
             return fr_fail(err, FR_EINVAL, "column '%s' is given twice",
                            fr_schema_field(st->schema, c)->name);
@@ -335,10 +350,13 @@ static int produce_csv_header(produce_state *st, const cli_csv_record *rec, int 
             key[n] = 0;
             c = fr_schema_find(st->schema, key);
         }
-        if (c < 0)
-            return fr_fail(err, FR_EINVAL, "the header names an unknown column '%.*s' (table %s "
-                                           "has no such column)",
-                           (int)(n > 64 ? 64 : n), name, st->table);
+        if (c < 0) {
+            char all[160];
+            produce_columns(st->schema, all, sizeof all);
+            return fr_fail(err, FR_EINVAL, "the header names an unknown column '%.*s' (the "
+                                           "columns of %s: %s)",
+                           (int)(n > 64 ? 64 : n), name, st->table, all);
+        }
         if (st->member_of[c] >= 0)
             return fr_fail(err, FR_EINVAL, "the header names column '%s' twice",
                            fr_schema_field(st->schema, c)->name);
