@@ -139,6 +139,8 @@ fr_value fr_value_null(fr_type t);
 fr_value fr_value_int(fr_type t, int64_t i);
 fr_value fr_value_double(fr_type t, double f);
 fr_value fr_value_str(fr_type t, const void *p, size_t n);
+fr_value fr_value_bool(fr_type t, bool b);
+fr_value fr_value_decimal(fr_type t, fr_i128 unscaled);
 
 /* Converts v to type `to` (SQL CAST semantics for the pairs firth supports: numeric
  * widening and narrowing with range checks, decimal rescale with overflow check, string to
@@ -161,7 +163,11 @@ int fr_value_format(const fr_value *v, fr_buf *out, fr_error *err);
 /* Parsing of literal text into a value of type t (used by CSV, JSON and SQL literals):
  * integers, floats, decimals ("12.5" into DECIMAL(10,2) is 1250), dates "2026-01-01",
  * times "10:00:00[.fff]", timestamps "2026-01-01 10:00:00[.fff]" or with 'T', optionally
- * ending in 'Z' for LTZ. Strings and bytes point into s (caller keeps s alive). */
+ * ending in 'Z' (LTZ also takes "+02:00"-style offsets). Strings and bytes point into s
+ * (caller keeps s alive). Booleans: true/false/1/0 in any case. Surrounding ASCII spaces
+ * are ignored for all but string and bytes types; any other stray byte is FR_EINVAL and a
+ * value out of the type's range FR_ERANGE. Fractional seconds beyond the type's precision
+ * are truncated; decimal digits beyond the scale round half away from zero. */
 int fr_value_parse(const char *s, size_t n, const fr_type *t, fr_value *out, fr_error *err);
 
 /* Calendar helpers. */
@@ -174,5 +180,18 @@ fr_i128 fr_i128_pow10(int n);
 int fr_decimal_format(fr_i128 unscaled, int scale, char *out, size_t cap);
 /* True when |unscaled| < 10^precision. */
 bool fr_decimal_fits(fr_i128 unscaled, int precision);
+/* Changes the scale of an unscaled value, rounding half away from zero when digits are
+ * dropped, and checks that the result fits `precision` digits (FR_ERANGE otherwise). */
+int fr_decimal_rescale(fr_i128 unscaled, int from_scale, int to_scale, int precision,
+                       fr_i128 *out, fr_error *err);
+/* Parses decimal text ("-12.345", "1e3", "0.5E-2") into an unscaled value of the given
+ * scale, rounding half away from zero; FR_EINVAL for bad text, FR_ERANGE when the value
+ * needs more than `precision` digits. */
+int fr_decimal_parse(const char *s, size_t n, int precision, int scale, fr_i128 *out,
+                     fr_error *err);
+/* The shortest text that reads back as the same double (or float, when is_float), in the
+ * form Java and Flink print: "3.0", "0.1", "1.0E10", "1.5E-5", "NaN", "-Infinity".
+ * Returns the length written (cap >= 32 always suffices). */
+int fr_double_format(double f, bool is_float, char *out, size_t cap);
 
 #endif
