@@ -1,0 +1,212 @@
+/* sql_insert.c — INSERT INTO t [(cols)] VALUES (...), ...: evaluates every value (they are
+ * constant expressions), converts it to its column's type, builds batches and appends them
+ * to the table.
+ *
+ * Invariant: every value of every row is checked before the first byte is written, so a
+ * bad value (wrong type, out of range, NULL into NOT NULL) writes nothing. Rows are
+ * appended in chunks of SQL_INSERT_CHUNK_ROWS so that one batch stays well under the record
+ * batch limits; only an I/O failure between chunks can leave some chunks written. */
+#include <stdio.h>
+
+#include "sql/sql_int.h"
+
+#define SQL_INSERT_CHUNK_ROWS 65536
+
+/* Which kinds of values go into which columns without a CAST: numbers into numbers,
+ * strings into strings, and a string into any column by parsing it ('2026-01-01' into a
+ * DATE, '12.50' into a DECIMAL). Other pairs need an explicit CAST. */
+static bool assignable(fr_type_id from, fr_type_id to)
+{
+    if (fr_type_is_string(from)) return true;
+    if (fr_type_is_numeric(from)) return fr_type_is_numeric(to);
+    if (fr_type_is_temporal(from)) return fr_type_is_temporal(to);
+    return from == to; /* BOOLEAN, BYTES */
+}
+
+/* The value's text for a message, quoted when it is a string, shortened when long. */
+static void value_text(const fr_value *v, char *out, size_t cap)
+{
+    fr_buf b;
+    fr_buf_init(&b);
+    fr_error e = {0};
+    bool quote = fr_type_is_string(v->type.id);
+    if (fr_value_format(v, &b, &e) < 0) {
+        snprintf(out, cap, "(unprintable)");
+    } else {
+        int n = b.len > 64 ? 64 : (int)b.len;
+        snprintf(out, cap, "%s%.*s%s%s", quote ? "'" : "", n, (const char *)b.data,
+                 b.len > 64 ? "..." : "", quote ? "'" : "");
+    }
+    fr_buf_free(&b);
+}
+
+/* Converts one value to its column's type, with a message that names the value, the
+ * column and the type. */
+static int convert(const fr_value *v, const fr_field *f, sql_pos pos, fr_arena *arena,
+                   fr_value *out, fr_error *err)
+{
+    char type[64], text[96];
+    fr_type_format(&f->type, false, type, sizeof type);
+    if (v->is_null) {
+        if (!f->type.nullable)
+            return sql_fail_at(err, FR_EINVAL, pos,
+                               "NULL into NOT NULL column '%s'", f->name);
+        *out = fr_value_null(f->type);
+        return 0;
+    }
+    if (!assignable(v->type.id, f->type.id)) {
+        char from[64];
+        fr_type_format(&v->type, false, from, sizeof from);
+        return sql_fail_at(err, FR_ETYPE, pos,
+                           "cannot insert a %s value into %s column '%s' (use CAST)", from, type,
+                           f->name);
+    }
+    fr_error e2 = {0};
+    int rc = fr_value_cast(v, &f->type, arena, out, &e2);
+    if (rc == 0) return 0;
+    value_text(v, text, sizeof text);
+    if (rc == FR_ERANGE && fr_type_is_string(f->type.id))
+        return sql_fail_at(err, rc, pos, "value %s is too long for %s column '%s'", text, type,
+                           f->name);
+    if (rc == FR_ERANGE)
+        return sql_fail_at(err, rc, pos, "value %s is out of range for %s column '%s'", text,
+                           type, f->name);
+    if (rc == FR_ENOMEM) return sql_fail_at(err, rc, pos, "%s", e2.msg);
+    return sql_fail_at(err, rc, pos, "value %s cannot be converted to %s for column '%s': %s",
+                       text, type, f->name, e2.msg);
+}
+
+typedef struct insert_plan {
+    fr_table *table;
+    const fr_schema *schema;
+    int nfields;
+    int *value_of;  /* per column: the index of its value in a row, or -1 */
+    int nvalues;    /* values per row */
+} insert_plan;
+
+/* Maps the column list (or the whole schema) to value positions. */
+static int plan_columns(const sql_stmt *st, insert_plan *p, fr_error *err)
+{
+    const char *db = fr_table_db(p->table), *tn = fr_table_name(p->table);
+    for (int c = 0; c < p->nfields; c++) p->value_of[c] = st->insert_columns ? -1 : c;
+    p->nvalues = st->insert_columns ? st->ninsert_columns : p->nfields;
+    for (int j = 0; j < st->ninsert_columns; j++) {
+        const sql_ident *id = &st->insert_columns[j];
+        int c = fr_schema_find(p->schema, id->s);
+        if (c < 0)
+            return sql_fail_at(err, FR_ENOTFOUND, id->pos, "unknown column '%s' in table %s.%s",
+                               id->s, db, tn);
+        if (p->value_of[c] >= 0)
+            return sql_fail_at(err, FR_EINVAL, id->pos, "column '%s' is named twice", id->s);
+        p->value_of[c] = j;
+    }
+    for (int c = 0; c < p->nfields; c++) {
+        const fr_field *f = fr_schema_field(p->schema, c);
+        if (p->value_of[c] < 0 && !f->type.nullable)
+            return sql_fail_at(err, FR_EINVAL, st->table.pos,
+                               "column '%s' is NOT NULL and gets no value; add it to the column "
+                               "list", f->name);
+    }
+    return 0;
+}
+
+/* Evaluates, converts and appends one row to the builder. */
+static int build_row(const insert_plan *p, const sql_values_row *row, int rowno,
+                     sql_const_ctx *cc, fr_arena *arena, fr_builder *bld, fr_error *err)
+{
+    if (row->nvalues != p->nvalues)
+        return sql_fail_at(err, FR_EINVAL, row->pos, "row %d has %d value%s but %d %s expected",
+                           rowno, row->nvalues, row->nvalues == 1 ? "" : "s", p->nvalues,
+                           p->nvalues == 1 ? "is" : "are");
+    for (int c = 0; c < p->nfields; c++) {
+        int j = p->value_of[c];
+        int rc;
+        if (j < 0) {
+            rc = fr_builder_append_null(bld, c, err);
+        } else {
+            fr_expr *e = row->values[j];
+            sql_pos pos = {e->line, e->col};
+            fr_value v, out;
+            rc = sql_const_eval(cc, e, arena, &v, err);
+            if (rc == 0) rc = convert(&v, fr_schema_field(p->schema, c), pos, arena, &out, err);
+            if (rc == 0) rc = fr_builder_append(bld, c, &out, err);
+            if (rc < 0) sql_wrap_at(err, pos);
+        }
+        if (rc < 0) {
+            fr_builder_rollback_row(bld);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* Builds every chunk's batch; nothing is written here. */
+static int build_batches(const insert_plan *p, const sql_stmt *st, fr_batch **batches,
+                         int *nbatches, fr_error *err)
+{
+    sql_const_ctx cc = {0};
+    fr_builder *bld = NULL;
+    fr_arena *arena = fr_arena_new(64 << 10);
+    int rc = 0;
+    if (!arena) {
+        rc = fr_fail(err, FR_ENOMEM, "out of memory for INSERT");
+        goto fail;
+    }
+    FR_GOTO(fr_builder_new(p->schema, &bld, err));
+    for (int r = 0; r < st->nrows; r++) {
+        FR_GOTO(build_row(p, &st->rows[r], r + 1, &cc, arena, bld, err));
+        if (fr_builder_num_rows(bld) == SQL_INSERT_CHUNK_ROWS || r + 1 == st->nrows) {
+            FR_GOTO(fr_builder_finish(bld, &batches[(*nbatches)++], err));
+            /* Converted strings of a finished chunk are in its batch now. */
+            fr_arena_free(arena);
+            arena = fr_arena_new(64 << 10);
+            if (!arena) {
+                rc = fr_fail(err, FR_ENOMEM, "out of memory for INSERT");
+                goto fail;
+            }
+        }
+    }
+fail:
+    fr_builder_free(bld);
+    fr_arena_free(arena);
+    sql_const_ctx_free(&cc);
+    return rc;
+}
+
+int sql_exec_insert(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
+                    fr_error *err)
+{
+    insert_plan p = {0};
+    FR_TRY(sql_open_table(s, &st->table, &p.table, err));
+    p.schema = fr_table_schema(p.table);
+    p.nfields = fr_schema_num_fields(p.schema);
+    int nchunks = (st->nrows + SQL_INSERT_CHUNK_ROWS - 1) / SQL_INSERT_CHUNK_ROWS;
+    fr_batch **batches = fr_calloc((size_t)nchunks + 1, sizeof *batches);
+    p.value_of = fr_calloc((size_t)p.nfields, sizeof *p.value_of);
+    int nbatches = 0, rc = 0;
+    int64_t total = 0;
+    if (!batches || !p.value_of) {
+        rc = fr_fail(err, FR_ENOMEM, "out of memory for INSERT");
+        goto fail;
+    }
+    FR_GOTO(plan_columns(st, &p, err));
+    FR_GOTO(build_batches(&p, st, batches, &nbatches, err));
+    for (int i = 0; i < nbatches; i++) {
+        int64_t appended = 0;
+        rc = fr_table_append(p.table, batches[i], FR_NO_WRITER, -1, &appended, err);
+        if (rc < 0) {
+            sql_wrap_at(err, st->table.pos);
+            goto fail;
+        }
+        total += fr_batch_num_rows(batches[i]);
+    }
+    char msg[64];
+    snprintf(msg, sizeof msg, "%lld row%s inserted", (long long)total, total == 1 ? "" : "s");
+    rc = sql_sink_end(sink, msg, err);
+fail:
+    for (int i = 0; i < nbatches; i++) fr_batch_free(batches[i]);
+    fr_free(batches);
+    fr_free(p.value_of);
+    fr_table_release(p.table);
+    return rc;
+}

@@ -1,0 +1,271 @@
+/* sql_int.h — what the files of the SQL module share: tokens and the lexer, the syntax tree
+ * the parser builds (all of it in one arena per parse), and the helpers that put a source
+ * position in front of an error message.
+ *
+ * Invariants: every node of a tree lives in the arena given to the parser and dies with it;
+ * every position is 1-based (line, column) in the whole text handed to the parser, columns
+ * counted in characters (UTF-8 continuation bytes do not count); no tree is deeper than
+ * FR_EXPR_DEPTH_MAX, so that walking one recursively is safe. */
+#ifndef FIRTH_SQL_INT_H
+#define FIRTH_SQL_INT_H
+
+#include "sql/sql.h"
+
+/* ---- positions and errors -------------------------------------------------------------- */
+
+typedef struct sql_pos {
+    int line, col;
+} sql_pos;
+
+/* Fails with "line L, column C: <message>". */
+int sql_fail_at(fr_error *err, int code, sql_pos pos, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Puts "line L, column C: " in front of a message a callee set, unless it already starts with
+ * a position. Returns err->code. */
+int sql_wrap_at(fr_error *err, sql_pos pos);
+
+/* ---- tokens ---------------------------------------------------------------------------- */
+
+typedef enum sql_tok_kind {
+    SQL_T_EOF = 0,
+    SQL_T_IDENT,   /* a bare word: a keyword or a name, told apart by the parser */
+    SQL_T_QIDENT,  /* `a quoted name` (`` inside stands for one backquote) */
+    SQL_T_INTEGER, /* 123 */
+    SQL_T_DECIMAL, /* 12.50, .5, 5. */
+    SQL_T_FLOAT,   /* 1.5e3 */
+    SQL_T_STRING,  /* 'text' ('' inside stands for one quote) */
+    SQL_T_BYTES,   /* X'0A1B' */
+    SQL_T_LPAREN, SQL_T_RPAREN, SQL_T_COMMA, SQL_T_SEMI, SQL_T_DOT,
+    SQL_T_STAR, SQL_T_PLUS, SQL_T_MINUS, SQL_T_SLASH, SQL_T_PERCENT, SQL_T_CONCAT,
+    SQL_T_EQ, SQL_T_NE, SQL_T_LT, SQL_T_LE, SQL_T_GT, SQL_T_GE,
+} sql_tok_kind;
+
+/* A token points into the text; p/n cover it whole (quotes included). */
+typedef struct sql_token {
+    sql_tok_kind kind;
+    const char *p;
+    size_t n;
+    size_t off; /* byte offset of p in the text */
+    sql_pos pos;
+} sql_token;
+
+typedef struct sql_lexer {
+    const char *text;
+    size_t len;
+    size_t off;
+    int line, col;
+} sql_lexer;
+
+void sql_lexer_init(sql_lexer *lx, const char *text, size_t len);
+/* Reads the next token (SQL_T_EOF at the end, again and again). Skips blanks and comments.
+ * Errors: FR_ESYNTAX for an unknown character, an unterminated string, quoted name or
+ * comment, a malformed number; FR_ELIMIT for a quoted name longer than FR_NAME_BYTES_MAX. */
+int sql_lex(sql_lexer *lx, sql_token *out, fr_error *err);
+/* Describes a token for messages: "end of input", "'FROM'", "'abc...'" (shortened). */
+void sql_token_describe(const sql_token *t, char *out, size_t cap);
+/* True when t is the bare word kw (ASCII, case-insensitive). */
+bool sql_tok_is(const sql_token *t, const char *kw);
+/* True for words that cannot be a bare name (SELECT, FROM, WHERE, AND, NULL, ...). */
+bool sql_word_reserved(const char *p, size_t n);
+
+/* ---- the syntax tree ------------------------------------------------------------------- */
+
+typedef enum sql_stmt_kind {
+    SQL_CREATE_DATABASE = 1,
+    SQL_CREATE_TABLE,
+    SQL_DROP_DATABASE,
+    SQL_DROP_TABLE,
+    SQL_SHOW_DATABASES,
+    SQL_SHOW_TABLES,
+    SQL_SHOW_CREATE_TABLE,
+    SQL_DESCRIBE,
+    SQL_USE,
+    SQL_INSERT,
+    SQL_SELECT,
+} sql_stmt_kind;
+
+/* A name as written: bare names are folded to lower case when they name a database or a
+ * table (the catalog keeps those lower-case) and kept as written for columns. */
+typedef struct sql_ident {
+    const char *s;
+    sql_pos pos;
+} sql_ident;
+
+/* [db.]table; db is NULL when not written. */
+typedef struct sql_table_name {
+    const char *db;
+    const char *name;
+    sql_pos pos;
+} sql_table_name;
+
+typedef struct sql_column_def {
+    sql_ident name;
+    fr_type type;  /* nullable unless NOT NULL was written */
+    sql_pos type_pos;
+    const char *comment; /* or NULL */
+} sql_column_def;
+
+typedef struct sql_option {
+    const char *key, *value; /* NUL-terminated, unescaped */
+    sql_pos pos;
+} sql_option;
+
+typedef struct sql_select_item {
+    fr_expr *expr;        /* NULL for * */
+    const char *alias;    /* or NULL */
+    const char *text;     /* the item as written, blanks collapsed (for the column name) */
+    sql_pos pos;
+} sql_select_item;
+
+typedef struct sql_values_row {
+    fr_expr **values;
+    int nvalues;
+    sql_pos pos; /* its '(' */
+} sql_values_row;
+
+typedef struct sql_stmt {
+    sql_stmt_kind kind;
+    sql_pos pos;         /* the first token */
+    bool if_exists;      /* DROP ... IF EXISTS */
+    bool if_not_exists;  /* CREATE ... IF NOT EXISTS */
+    bool cascade;        /* DROP DATABASE ... CASCADE */
+    sql_ident db;        /* CREATE/DROP DATABASE, USE, SHOW TABLES FROM (s NULL when absent) */
+    sql_table_name table;
+
+    /* CREATE TABLE */
+    sql_column_def *columns;
+    int ncolumns;
+    sql_ident *primary_key; /* NULL when there is none */
+    int nprimary_key;
+    sql_pos primary_key_pos;
+    sql_ident *partition_keys; /* NULL when not PARTITIONED BY */
+    int npartition_keys;
+    sql_pos partition_pos;
+    sql_option *options;
+    int noptions;
+    const char *comment;
+
+    /* INSERT */
+    sql_ident *insert_columns; /* NULL when no column list */
+    int ninsert_columns;
+    sql_values_row *rows;
+    int nrows;
+
+    /* SELECT */
+    sql_select_item *items;
+    int nitems;
+    bool has_from;
+    fr_expr *where;
+    int64_t limit; /* -1: none */
+    sql_pos limit_pos;
+} sql_stmt;
+
+typedef struct sql_script {
+    sql_stmt **stmts;
+    int nstmts;
+} sql_script;
+
+/* Parses a whole text of ';'-separated statements (empty ones are skipped). The tree lives
+ * in arena. Errors: FR_ESYNTAX, FR_ELIMIT, FR_EINVAL (a literal that does not parse),
+ * FR_ENOMEM, each with the position. */
+int sql_parse_script(const char *text, size_t len, fr_arena *arena, sql_script *out,
+                     fr_error *err);
+/* Parses text that must hold exactly one expression (unbound). */
+int sql_parse_expression(const char *text, size_t len, fr_arena *arena, fr_expr **out,
+                         fr_error *err);
+
+/* The parser's state, shared by the statement and expression halves. The lexer runs one
+ * token ahead of the parser (two when asked). A lexer error is kept in `rc` and `err`, and
+ * the failing token reads as the end of input; every later parse error then reports the
+ * lexer's error instead of its own, and the parse as a whole returns it. */
+typedef struct sql_parser {
+    sql_lexer lx;
+    sql_token cur;
+    sql_token next;
+    bool have_next;
+    int rc;    /* a lexer error, sticky */
+    int depth; /* nesting of expression parsing, bounded by FR_EXPR_DEPTH_MAX */
+    size_t prev_end; /* byte offset just past the last token consumed */
+    fr_arena *arena;
+    fr_error *err;
+} sql_parser;
+
+void sql_p_init(sql_parser *P, const char *text, size_t len, fr_arena *arena, fr_error *err);
+void sql_p_advance(sql_parser *P);
+const sql_token *sql_p_peek2(sql_parser *P);
+/* Consumes the current token when it is the bare word kw. */
+bool sql_p_accept(sql_parser *P, const char *kw);
+bool sql_p_accept_tok(sql_parser *P, sql_tok_kind k);
+/* Fails with "expected <what>, found <token>" at the current token (or the lexer error). */
+int sql_p_expected(sql_parser *P, const char *what);
+int sql_p_expect(sql_parser *P, const char *kw);
+int sql_p_expect_tok(sql_parser *P, sql_tok_kind k, const char *what);
+/* Fails at pos unless a lexer error is pending (which wins). */
+int sql_p_fail(sql_parser *P, int code, sql_pos pos, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void *sql_p_alloc(sql_parser *P, size_t n); /* zeroed; NULL after failing with FR_ENOMEM */
+/* A name: a bare word that is not reserved, or a `quoted name`. fold lower-cases a bare
+ * word. */
+int sql_p_name(sql_parser *P, const char *what, bool fold, sql_ident *out);
+/* The unescaped text of a 'string' token, NUL-terminated, in the arena. */
+int sql_p_string(sql_parser *P, const sql_token *t, const char **out, size_t *len);
+/* A type as in CREATE TABLE and CAST: INT, DECIMAL(10, 2), TIMESTAMP(3) ... */
+int sql_p_type(sql_parser *P, fr_type *out);
+/* An expression; *out lives in the arena. */
+int sql_p_expr(sql_parser *P, fr_expr **out);
+
+/* A deep copy of a tree in arena (the tree's depth is bounded by the parser). NULL when out
+ * of memory. */
+fr_expr *sql_expr_clone(fr_arena *arena, const fr_expr *e);
+/* True when e is a reference to a column. */
+static inline bool sql_expr_is_column(const fr_expr *e) { return e->kind == FR_EX_COLUMN; }
+
+/* ---- execution ------------------------------------------------------------------------- */
+
+struct fr_sql_session {
+    fr_engine *engine;
+    char database[FR_NAME_BYTES_MAX + 1];
+};
+
+/* Runs one parsed statement. text is the whole text (for nothing but messages). */
+int sql_exec_ddl(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
+                 fr_error *err);
+int sql_exec_insert(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
+                    fr_error *err);
+int sql_exec_select(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
+                    fr_error *err);
+
+/* Looks up a table named in a statement, with clear messages for a missing database or
+ * table. The handle is the caller's to release. */
+int sql_open_table(fr_sql_session *s, const sql_table_name *name, fr_table **out,
+                   fr_error *err);
+/* Whether the catalog has database db (true when the catalog cannot be listed, so that the
+ * engine's own error shows). */
+bool sql_database_exists(fr_sql_session *s, const char *db);
+/* The database a statement's table lives in: the one written, or the session's. */
+const char *sql_table_db(const fr_sql_session *s, const sql_table_name *name);
+
+/* Sink helpers: a NULL callback is skipped; a batch given to a sink without rows() is
+ * freed. A callback returning non-zero without setting err stops execution quietly, which
+ * these report as 1. */
+int sql_sink_begin(const fr_sql_sink *sink, const fr_schema *schema, fr_error *err);
+int sql_sink_rows(const fr_sql_sink *sink, fr_batch *batch, fr_error *err);
+int sql_sink_end(const fr_sql_sink *sink, const char *message, fr_error *err);
+
+/* Constant expressions (INSERT values, SELECT without FROM): binds e (no column may be
+ * named) and evaluates it once. Strings in *out are copied into arena. */
+typedef struct sql_const_ctx {
+    fr_schema *empty;  /* a schema without columns, to bind against */
+    fr_batch *one_row; /* a batch of one row, to evaluate over */
+} sql_const_ctx;
+void sql_const_ctx_free(sql_const_ctx *c);
+int sql_const_eval(sql_const_ctx *c, fr_expr *e, fr_arena *arena, fr_value *out,
+                   fr_error *err);
+int sql_const_bind(sql_const_ctx *c, fr_expr *e, fr_error *err);
+int sql_const_batch(sql_const_ctx *c, const fr_batch **out, fr_error *err);
+
+/* Copies one column's buffers out of a batch into the three fr_malloc'd buffers
+ * fr_batch_from_buffers takes (validity, offsets, values). */
+int sql_column_copy(const fr_column *c, uint8_t **bufs, int64_t *null_count, fr_error *err);
+
+#endif
