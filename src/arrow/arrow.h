@@ -147,8 +147,11 @@ struct ArrowArray;
  * own (b may be freed right after). */
 int fr_batch_export(const fr_batch *b, struct ArrowSchema *schema, struct ArrowArray *array,
                     fr_error *err);
-/* Imports a struct array of the types above; moves array (its release is called when the
- * returned batch is freed). */
+/* Imports a struct array of the types above; moves array whether it succeeds or not (its
+ * release is called when the returned batch is freed, or before returning an error; either
+ * way array->release is NULL on return). The schema stays the caller's. Buffers are shared,
+ * not copied, except bitmaps at offsets that are not a multiple of 8, offsets that do not
+ * start at 0, and misaligned values. Top-level (struct) nulls are FR_EUNSUPPORTED. */
 int fr_batch_import(struct ArrowSchema *schema, struct ArrowArray *array, fr_batch **out,
                     fr_error *err);
 
