@@ -387,6 +387,12 @@ int fr_log_read_batches(fr_log *log, const fr_log_read *r, fr_log_batch_fn fn, v
     while (rc == FR_OK && !rd.stop && r->max_records != 0) {
         log_cursor c;
         rc = cursor_open(log, offset, &c, err);
+        if (rc == FR_ERANGE && offset != r->from_offset) {
+            /* Retention or truncation removed what follows what this read returned: the
+             * read ends here and the next one reports the range. */
+            rc = FR_OK;
+            break;
+        }
         if (rc < 0 || !c.seg) break;
         int64_t before = offset;
         rc = read_segment(&rd, &c, &offset, err);
