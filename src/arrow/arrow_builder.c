@@ -347,7 +347,7 @@ int fr_builder_append_range(fr_builder *bld, int col, const fr_column *src, int6
         int32_t *dst = (int32_t *)(c->offsets.data + c->offsets.len);
         for (int64_t i = 0; i < n; i++) dst[i] = src->offsets[off + i + 1] + base;
         c->offsets.len += 4 * (size_t)n;
-        memcpy(c->values.data + c->values.len, src->values + first, bytes);
+        if (bytes) memcpy(c->values.data + c->values.len, src->values + first, bytes);
         c->values.len += bytes;
         break;
     }

@@ -140,6 +140,7 @@ static int fr_cschema_init(struct ArrowSchema *s, const char *format, const char
     if (meta) p->metadata = fr_cdata_type_metadata(t);
     if (!p->name || (meta && !p->metadata)) {
         fr_free(p->name);
+        fr_free(p->metadata);
         fr_free(p);
         return fr_fail(err, FR_ENOMEM, "out of memory exporting a schema");
     }

@@ -111,7 +111,7 @@ static fr_value tu_random_value(const fr_type *t, tu_model *m)
     case FR_T_DOUBLE: v.v.f = (double)(int64_t)tu_next() / 3.0; break;
     case FR_T_DECIMAL: {
         fr_i128 lim = fr_i128_pow10(t->precision);
-        fr_i128 r = (((fr_i128)tu_next() << 64) | tu_next()) & (((fr_i128)1 << 126) - 1);
+        fr_i128 r = (fr_i128)((((unsigned __int128)tu_next() << 64) | tu_next()) & (((unsigned __int128)1 << 126) - 1));
         v.v.d = r % lim;
         if (tu_next() & 1) v.v.d = -v.v.d;
         break;

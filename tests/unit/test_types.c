@@ -1009,14 +1009,20 @@ static void test_value_parse_temporal(void **state)
 static void test_value_parse_strings(void **state)
 {
     (void)state;
-    fr_type t = T("VARCHAR(3)");
+    fr_type t = T("VARCHAR(9)");
     fr_value v;
     fr_error err;
     const char *s = "  hello  ";
-    /* Strings are not trimmed or length-checked by parse; they point into the input. */
+    /* Strings are not trimmed by parse; they point into the input. */
     assert_int_equal(fr_value_parse(s, strlen(s), &t, &v, &err), 0);
     assert_ptr_equal(v.v.s.ptr, s);
     assert_int_equal(v.v.s.len, strlen(s));
+    t = T("VARCHAR(8)");
+    assert_int_equal(fr_value_parse(s, strlen(s), &t, &v, &err), FR_ERANGE);
+    assert_string_equal(err.msg, "value '  hello  ' is longer than VARCHAR(8)");
+    t = T("CHAR(2)");
+    assert_int_equal(fr_value_parse("\xc3\xa9\xc3\xa9", 4, &t, &v, &err), 0);
+    assert_int_equal(fr_value_parse("\xc3\xa9\xc3\xa9" "a", 5, &t, &v, &err), FR_ERANGE);
     t = T("BYTES");
     assert_int_equal(fr_value_parse("ab\0c", 4, &t, &v, &err), 0);
     assert_int_equal(v.v.s.len, 4);
