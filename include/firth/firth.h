@@ -96,7 +96,9 @@ int64_t firth_batch_num_rows(const firth_batch *b);
  * valid after the batch is freed. */
 int firth_batch_export(const firth_batch *b, struct ArrowSchema *schema,
                        struct ArrowArray *array, firth_error *err);
-/* Imports a struct array (moved: its release callback is called when the batch is freed). */
+/* Imports a struct array described by schema. The array is moved: its release callback is
+ * called when the batch is freed (or at once when the import fails). The schema is only
+ * read: it stays the caller's to release. */
 int firth_batch_import(struct ArrowSchema *schema, struct ArrowArray *array,
                        firth_batch **out, firth_error *err);
 void firth_batch_free(firth_batch *b);
