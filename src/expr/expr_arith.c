@@ -23,9 +23,14 @@
                 T xv = (xa)[r], yv = (yc);                                                   \
                 BODY                                                                         \
             }                                                                                \
-        } else {                                                                             \
+        } else if (ya) {                                                                     \
             for (int64_t r = 0; r < (n); r++) {                                              \
                 T xv = (xc), yv = (ya)[r];                                                   \
+                BODY                                                                         \
+            }                                                                                \
+        } else {                                                                             \
+            for (int64_t r = 0; r < (n); r++) {                                              \
+                T xv = (xc), yv = (yc);                                                      \
                 BODY                                                                         \
             }                                                                                \
         }                                                                                    \

@@ -130,8 +130,11 @@ static int ex_compare_with(const fr_expr *e, fr_expr *first, fr_expr *x, fr_type
         return 0;
     }
     fr_type t;
-    if (!ex_compare_type(ot, &x->type, &t))
-        return ex_type_error(e, err, "cannot compare", ot, "with", &x->type);
+    if (!ex_compare_type(ot, &x->type, &t)) {
+        /* Name the first operand's own type (INT, not the BIGINT it compares in). */
+        const fr_type *shown = ex_is_null_lit(first) ? ot : &first->type;
+        return ex_type_error(e, err, "cannot compare", shown, "with", &x->type);
+    }
     *ot = t;
     return 0;
 }

@@ -123,6 +123,15 @@ static ex_maybe ex_prune_list(const ex_prune_ctx *cx, const fr_expr *e)
         ex_maybe ge = ex_prune_pair(cx, e, x, FR_OP_GE, e->args[1]);
         ex_maybe le = ex_prune_pair(cx, e, x, FR_OP_LE, e->args[2]);
         ex_maybe r = {ge.t && le.t, ge.f || le.f};
+        /* Bounds the wrong way round hold nothing, whatever the statistics. */
+        const fr_expr *lo = e->args[1], *hi = e->args[2];
+        fr_value a, b;
+        if (lo->kind == FR_EX_LITERAL && hi->kind == FR_EX_LITERAL && !lo->value.is_null &&
+            !hi->value.is_null &&
+            ex_value_coerce(&lo->value, &e->operand_type, false, &a, NULL) == 0 &&
+            ex_value_coerce(&hi->value, &e->operand_type, false, &b, NULL) == 0 &&
+            ex_value_cmp(&a, &b) > 0)
+            r.t = false;
         return e->negated ? ex_swap(r) : r;
     }
     /* IN: x = i1 OR x = i2 OR ... */

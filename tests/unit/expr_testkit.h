@@ -408,10 +408,10 @@ TK_UNUSED static fr_batch *tk_batch(const fr_schema *s, const char *rows)
     fr_error err = {0};
     if (fr_builder_new(s, &bld, &err) < 0) abort();
     int ncols = fr_schema_num_fields(s);
+    /* Rows are separated by ';' (so "a;;b" has an empty middle row); blank text has none. */
     const char *p = rows;
+    while (*p == ' ') p++;
     while (*p) {
-        while (*p == ' ' || *p == ';') p++;
-        if (!*p) break;
         for (int c = 0; c < ncols; c++) {
             const char *start = p;
             while (*p && *p != '|' && *p != ';') p++;
@@ -432,6 +432,8 @@ TK_UNUSED static fr_batch *tk_batch(const fr_schema *s, const char *rows)
             }
             if (*p == '|') p++;
         }
+        if (*p == ';') p++;
+        else if (*p) abort(); /* more fields than columns */
     }
     fr_batch *b = NULL;
     if (fr_builder_finish(bld, &b, &err) < 0) {
