@@ -103,7 +103,9 @@ static int produce_convert(produce_state *st, const fr_field *f, cli_json_kind k
     fr_type_id id = f->type.id;
     fr_error perr = {0};
     if (fr_type_is_string(id)) {
-        *out = fr_value_str(f->type, text, len);
+        /* As a STRING value, so that the builder's cast checks CHAR(n) and VARCHAR(n)
+         * lengths. */
+        *out = fr_value_str(fr_type_of(FR_T_STRING), text, len);
         return 0;
     }
     if (id == FR_T_BYTES) {
