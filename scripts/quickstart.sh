@@ -93,8 +93,9 @@ Done. The quickstart created database shop and table shop.orders (2 buckets), in
 rows with SQL, appended 3 more from NDJSON with firth produce, and read them back with SQL
 and with firth consume (--columns, --where, CSV).
 
-The data is in $data (an embedded firth data directory). Running the quickstart again is
-safe: it drops and recreates shop.orders. Go on with, for example:
+The data is in this embedded firth data directory:
+  $data
+Running the quickstart again is safe: it drops and recreates shop.orders. Go on with:
   $bin sql --data-dir $data
   $bin consume --data-dir $data --table shop.orders --format arrow > orders.arrows
   $bin --help
