@@ -24,7 +24,46 @@ static ex_maybe ex_swap(ex_maybe m)
 typedef struct ex_prune_ctx {
     const fr_column_stats *stats;
     int64_t rows;
+    fr_arena *arena; /* for constants folded here (CAST of a literal), made on demand */
 } ex_prune_ctx;
+
+/* The value of a constant operand: a literal, or a CAST or minus of one (folded here only;
+ * binding folds nothing). False when e is not constant or does not fold. */
+static bool ex_prune_const(ex_prune_ctx *cx, const fr_expr *e, fr_value *out, int depth)
+{
+    if (depth > 8) return false;
+    if (e->kind == FR_EX_LITERAL) {
+        *out = e->value;
+        return true;
+    }
+    fr_value x;
+    if ((e->kind != FR_EX_CAST && e->kind != FR_EX_UNARY) ||
+        !ex_prune_const(cx, e->args[0], &x, depth + 1))
+        return false;
+    if (x.is_null) {
+        *out = fr_value_null(e->type);
+        return true;
+    }
+    if (e->kind == FR_EX_UNARY) {
+        if (e->op != FR_OP_NEG) return false;
+        fr_type dt = fr_type_of(FR_T_DOUBLE);
+        if (ex_phys_of(e->type.id) == EX_P_F64 && ex_value_coerce(&x, &dt, false, &x, NULL) < 0)
+            return false;
+        *out = x;
+        out->type = e->type;
+        switch (ex_phys_of(e->type.id)) {
+        case EX_P_I64:
+            if (x.v.i == INT64_MIN) return false;
+            out->v.i = -x.v.i;
+            return true;
+        case EX_P_F64: out->v.f = -x.v.f; return true;
+        case EX_P_I128: out->v.d = -x.v.d; return true;
+        default: return false;
+        }
+    }
+    if (!cx->arena && !(cx->arena = fr_arena_new(1024))) return false;
+    return fr_value_cast(&x, &e->type, cx->arena, out, NULL) == 0;
+}
 
 /* The rows of column c that hold a value; 0 means every row is null. */
 static int64_t ex_nonnull(const ex_prune_ctx *cx, int c)
@@ -35,7 +74,7 @@ static int64_t ex_nonnull(const ex_prune_ctx *cx, int c)
 }
 
 /* column op literal, judged on min and max (both converted to the operand type). */
-static ex_maybe ex_prune_cmp(const ex_prune_ctx *cx, const fr_expr *col, fr_expr_op op,
+static ex_maybe ex_prune_cmp(ex_prune_ctx *cx, const fr_expr *col, fr_expr_op op,
                              const fr_value *lit, const fr_type *ot)
 {
     if (lit->is_null) return ex_never;
@@ -62,24 +101,26 @@ static ex_maybe ex_prune_cmp(const ex_prune_ctx *cx, const fr_expr *col, fr_expr
     }
 }
 
-/* A comparison node of a column and a literal in either order, else unknown. */
-static ex_maybe ex_prune_pair(const ex_prune_ctx *cx, const fr_expr *e, const fr_expr *a,
+/* A comparison node of a column and a constant in either order, else unknown. */
+static ex_maybe ex_prune_pair(ex_prune_ctx *cx, const fr_expr *e, const fr_expr *a,
                               fr_expr_op op, const fr_expr *b)
 {
-    if (a->kind == FR_EX_LITERAL && b->kind == FR_EX_COLUMN) {
+    fr_value k;
+    if (a->kind != FR_EX_COLUMN) {
         const fr_expr *t = a;
         a = b;
         b = t;
         op = ex_op_flip(op);
     }
-    if (a->kind != FR_EX_COLUMN || b->kind != FR_EX_LITERAL) {
-        /* A NULL literal anywhere in a comparison makes it NULL on every row. */
-        if ((a->kind == FR_EX_LITERAL && a->value.is_null) ||
-            (b->kind == FR_EX_LITERAL && b->value.is_null))
-            return ex_never;
+    bool constant = ex_prune_const(cx, b, &k, 0);
+    /* A NULL constant anywhere in a comparison makes it NULL on every row. */
+    if (constant && k.is_null) return ex_never;
+    if (!constant || a->kind != FR_EX_COLUMN) {
+        fr_value other;
+        if (ex_prune_const(cx, a, &other, 0) && other.is_null) return ex_never;
         return ex_unknown;
     }
-    return ex_prune_cmp(cx, a, op, &b->value, &e->operand_type);
+    return ex_prune_cmp(cx, a, op, &k, &e->operand_type);
 }
 
 /* s starts with prefix. */
@@ -90,7 +131,7 @@ static bool ex_has_prefix(const fr_value *s, const uint8_t *p, size_t n)
 
 /* col LIKE 'abc%' (or 'abc'): every match lies in ['abc', the first string past all
  * strings starting with 'abc'). */
-static ex_maybe ex_prune_like(const ex_prune_ctx *cx, const fr_expr *e)
+static ex_maybe ex_prune_like(ex_prune_ctx *cx, const fr_expr *e)
 {
     const fr_expr *col = e->args[0], *pat = e->args[1];
     if (pat->kind == FR_EX_LITERAL && pat->value.is_null) return ex_never;
@@ -114,9 +155,9 @@ static ex_maybe ex_prune_like(const ex_prune_ctx *cx, const fr_expr *e)
     return e->negated ? ex_swap(r) : r;
 }
 
-static ex_maybe ex_prune(const ex_prune_ctx *cx, const fr_expr *e, int depth);
+static ex_maybe ex_prune(ex_prune_ctx *cx, const fr_expr *e, int depth);
 
-static ex_maybe ex_prune_list(const ex_prune_ctx *cx, const fr_expr *e)
+static ex_maybe ex_prune_list(ex_prune_ctx *cx, const fr_expr *e)
 {
     const fr_expr *x = e->args[0];
     if (e->kind == FR_EX_BETWEEN) {
@@ -124,12 +165,11 @@ static ex_maybe ex_prune_list(const ex_prune_ctx *cx, const fr_expr *e)
         ex_maybe le = ex_prune_pair(cx, e, x, FR_OP_LE, e->args[2]);
         ex_maybe r = {ge.t && le.t, ge.f || le.f};
         /* Bounds the wrong way round hold nothing, whatever the statistics. */
-        const fr_expr *lo = e->args[1], *hi = e->args[2];
-        fr_value a, b;
-        if (lo->kind == FR_EX_LITERAL && hi->kind == FR_EX_LITERAL && !lo->value.is_null &&
-            !hi->value.is_null &&
-            ex_value_coerce(&lo->value, &e->operand_type, false, &a, NULL) == 0 &&
-            ex_value_coerce(&hi->value, &e->operand_type, false, &b, NULL) == 0 &&
+        fr_value lo, hi, a, b;
+        if (ex_prune_const(cx, e->args[1], &lo, 0) && ex_prune_const(cx, e->args[2], &hi, 0) &&
+            !lo.is_null && !hi.is_null &&
+            ex_value_coerce(&lo, &e->operand_type, false, &a, NULL) == 0 &&
+            ex_value_coerce(&hi, &e->operand_type, false, &b, NULL) == 0 &&
             ex_value_cmp(&a, &b) > 0)
             r.t = false;
         return e->negated ? ex_swap(r) : r;
@@ -144,7 +184,7 @@ static ex_maybe ex_prune_list(const ex_prune_ctx *cx, const fr_expr *e)
     return e->negated ? ex_swap(r) : r;
 }
 
-static ex_maybe ex_prune(const ex_prune_ctx *cx, const fr_expr *e, int depth)
+static ex_maybe ex_prune(ex_prune_ctx *cx, const fr_expr *e, int depth)
 {
     if (depth > FR_EXPR_DEPTH_MAX) return ex_unknown;
     switch (e->kind) {
@@ -194,5 +234,7 @@ bool fr_expr_may_match(const fr_expr *e, const fr_column_stats *stats, int64_t r
     if (rows <= 0) return false;
     if (!stats || e->type.id == 0) return true;
     ex_prune_ctx cx = {.stats = stats, .rows = rows};
-    return ex_prune(&cx, e, 0).t;
+    bool t = ex_prune(&cx, e, 0).t;
+    fr_arena_free(cx.arena);
+    return t;
 }

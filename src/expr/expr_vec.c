@@ -420,6 +420,7 @@ int ex_vec_coerce(ex_vec *v, const fr_type *to, bool checked, fr_error *err)
     if (v->is_const) {
         FR_TRY(ex_value_coerce(&v->cval, to, checked, &v->cval, err));
         v->type = *to;
+        v->phys = ex_phys_of(to->id);
         return 0;
     }
     /* The two conversions that matter for speed get their own loops. */

@@ -205,10 +205,18 @@ static fr_expr *tk_primary(tk_parser *p)
         if (fr_type_parse(name, &t, NULL) < 0) p->error = "bad CAST type";
         return tk_at(fr_expr_cast(p->arena, x, t), at);
     }
-    if (c == '`') {
-        size_t start = ++p->pos;
-        while (p->s[p->pos] && p->s[p->pos] != '`') p->pos++;
-        char *name = fr_arena_strndup(p->arena, p->s + start, p->pos - start);
+    if (c == '`') { /* `name`, with `` for a backquote */
+        char *name = fr_arena_alloc(p->arena, strlen(p->s + p->pos) + 1);
+        size_t n = 0;
+        p->pos++;
+        while (p->s[p->pos]) {
+            if (p->s[p->pos] == '`') {
+                if (p->s[p->pos + 1] != '`') break;
+                p->pos++;
+            }
+            name[n++] = p->s[p->pos++];
+        }
+        name[n] = 0;
         if (p->s[p->pos]) p->pos++;
         return tk_at(fr_expr_column(p->arena, name), at);
     }
