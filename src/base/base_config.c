@@ -144,8 +144,8 @@ static int fr_config_parse_line(fr_config *c, const char *b, const char *e, cons
     int rc = FR_OK;
     if (!key || !value)
         rc = fr_fail(err, FR_ENOMEM, "%s:%zu: out of memory", origin, lineno);
-    else
-        rc = fr_config_set(c, key, value, err);
+    else if ((rc = fr_config_set(c, key, value, err)) < 0)
+        fr_error_wrap(err, "%s:%zu", origin, lineno);
     fr_free(key);
     fr_free(value);
     return rc;

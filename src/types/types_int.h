@@ -26,6 +26,9 @@ void fr_int_range(fr_type_id id, int64_t *lo, int64_t *hi);
 const char *fr_type_name_buf(const fr_type *t, char *buf, size_t cap);
 /* Converts a value of TIME/TIMESTAMP precision from_p to to_p (floor when coarser). */
 int fr_time_rescale(int64_t v, int from_p, int to_p, int64_t *out);
+/* FR_ERANGE ("value 'abcdef' is longer than VARCHAR(3)") when text exceeds the length of a
+ * CHAR(n) or VARCHAR(n) type; other types pass. */
+int fr_text_check_length(const uint8_t *p, size_t n, const fr_type *t, fr_error *err);
 /* Exact-as-possible double of an unscaled decimal. */
 double fr_decimal_to_double(fr_i128 unscaled, int scale);
 

@@ -154,6 +154,26 @@ double fr_decimal_to_double(fr_i128 unscaled, int scale)
     return strtod(txt, NULL);
 }
 
+/* Number of UTF-8 characters: bytes that do not continue a sequence. */
+static size_t fr_utf8_chars(const uint8_t *p, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++) c += (p[i] & 0xC0) != 0x80;
+    return c;
+}
+
+/* CHAR(n) and VARCHAR(n) count UTF-8 characters and reject longer values rather than
+ * cutting them. */
+int fr_text_check_length(const uint8_t *p, size_t n, const fr_type *to, fr_error *err)
+{
+    if (to->id != FR_T_CHAR && to->id != FR_T_VARCHAR) return FR_OK;
+    if (n <= (size_t)to->length || fr_utf8_chars(p, n) <= (size_t)to->length) return FR_OK;
+    char tn[64];
+    int q = (int)(n > 40 ? 40 : n);
+    return fr_fail(err, FR_ERANGE, "value '%.*s%s' is longer than %s", q, (const char *)p,
+                   n > 40 ? "..." : "", fr_type_name_buf(to, tn, sizeof tn));
+}
+
 /* ---- comparison ------------------------------------------------------------------------ */
 
 static int fr_cmp_i128(fr_i128 a, fr_i128 b)

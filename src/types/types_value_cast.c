@@ -39,31 +39,13 @@ static int fr_cast_unsupported(const fr_value *v, const fr_type *to, fr_error *e
                    fr_type_name_buf(to, b, sizeof b));
 }
 
-/* Number of UTF-8 characters: bytes that do not continue a sequence. */
-static size_t fr_utf8_chars(const uint8_t *p, size_t n)
-{
-    size_t c = 0;
-    for (size_t i = 0; i < n; i++) c += (p[i] & 0xC0) != 0x80;
-    return c;
-}
-
-static int fr_check_length(const uint8_t *p, size_t n, const fr_type *to, fr_error *err)
-{
-    if (to->id != FR_T_CHAR && to->id != FR_T_VARCHAR) return FR_OK;
-    if (n <= (size_t)to->length || fr_utf8_chars(p, n) <= (size_t)to->length) return FR_OK;
-    char tn[64];
-    int q = (int)(n > 40 ? 40 : n);
-    return fr_fail(err, FR_ERANGE, "value '%.*s%s' is longer than %s", q, (const char *)p,
-                   n > 40 ? "..." : "", fr_type_name_buf(to, tn, sizeof tn));
-}
-
 /* ---- to and from text ------------------------------------------------------------------ */
 
 static int fr_cast_to_text(const fr_value *v, const fr_type *to, fr_arena *arena, fr_value *out,
                            fr_error *err)
 {
     if (fr_type_is_string(v->type.id) || v->type.id == FR_T_BYTES) {
-        FR_TRY(fr_check_length(v->v.s.ptr, v->v.s.len, to, err));
+        FR_TRY(fr_text_check_length(v->v.s.ptr, v->v.s.len, to, err));
         *out = fr_value_str(*to, v->v.s.ptr, v->v.s.len);
         return FR_OK;
     }
@@ -72,7 +54,7 @@ static int fr_cast_to_text(const fr_value *v, const fr_type *to, fr_arena *arena
     fr_buf b;
     fr_buf_init(&b);
     int rc = fr_value_format(v, &b, err);
-    if (rc == FR_OK) rc = fr_check_length(b.data, b.len, to, err);
+    if (rc == FR_OK) rc = fr_text_check_length(b.data, b.len, to, err);
     char *p = NULL;
     if (rc == FR_OK) {
         p = fr_arena_strndup(arena, b.len ? (const char *)b.data : "", b.len);

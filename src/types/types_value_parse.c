@@ -383,6 +383,7 @@ int fr_value_parse(const char *s, size_t n, const fr_type *t, fr_value *out, fr_
     fr_value v = fr_value_null(*t);
     v.is_null = false;
     if (fr_type_is_string(t->id) || t->id == FR_T_BYTES) {
+        FR_TRY(fr_text_check_length((const uint8_t *)s, n, t, err));
         v.v.s.ptr = (const uint8_t *)s;
         v.v.s.len = n;
         *out = v;
