@@ -230,6 +230,9 @@ static int fr_ipc_decode_column(fr_ipc_decoder *d, int col, int first_buffer, fr
     int64_t rows = d->b->rows, len;
     const uint8_t *data;
     c->null_count = node.null_count;
+    FR_CHECK(node.null_count == 0 || c->type.nullable, FR_ECORRUPT, err,
+             "column %s is NOT NULL but the record batch has %lld nulls in it", name,
+             (long long)node.null_count);
     if (node.null_count > 0) {
         FR_TRY(fr_ipc_buffer_get(d, first_buffer, &data, &len, err));
         FR_CHECK(len >= fr_bitmap_bytes(rows), FR_ECORRUPT, err,

@@ -3,6 +3,7 @@
  * projection of such a message. Whatever decodes is then used the way the engine uses it:
  * every cell read, the batch re-encoded and decoded again (it must give the same cells),
  * exported and imported through the C Data Interface. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "arrow/arrow.h"
@@ -30,6 +31,12 @@ static uint64_t fuzz_touch(const fr_batch *b)
     return h;
 }
 
+static void fuzz_fail(const char *what, const fr_error *err)
+{
+    fprintf(stderr, "fuzz_arrow_ipc: %s: %s\n", what, err ? err->msg : "values changed");
+    abort();
+}
+
 /* Re-encodes b, decodes it again and checks that nothing changed. */
 static void fuzz_reencode(const fr_batch *b)
 {
@@ -40,8 +47,10 @@ static void fuzz_reencode(const fr_batch *b)
     if (fr_ipc_write_batch(b, FR_COMPRESSION_LZ4_FRAME, &buf, &err) == 0) {
         fr_batch *again = NULL;
         size_t used;
-        if (fr_ipc_read_batch(buf.data, buf.len, fr_batch_schema(b), &again, &used, &err) != 0) abort();
-        if (fuzz_touch(again) != before || fr_batch_num_rows(again) != fr_batch_num_rows(b)) abort();
+        if (fr_ipc_read_batch(buf.data, buf.len, fr_batch_schema(b), &again, &used, &err) != 0)
+            fuzz_fail("decoding a re-encoded batch", &err);
+        if (fuzz_touch(again) != before || fr_batch_num_rows(again) != fr_batch_num_rows(b))
+            fuzz_fail("re-encoded batch", NULL);
         fr_batch_free(again);
     }
     fr_buf_free(&buf);
@@ -49,8 +58,8 @@ static void fuzz_reencode(const fr_batch *b)
     struct ArrowArray aa;
     if (fr_batch_export(b, &as, &aa, &err) == 0) {
         fr_batch *imported = NULL;
-        if (fr_batch_import(&as, &aa, &imported, &err) != 0) abort();
-        if (fuzz_touch(imported) != before) abort();
+        if (fr_batch_import(&as, &aa, &imported, &err) != 0) fuzz_fail("importing an exported batch", &err);
+        if (fuzz_touch(imported) != before) fuzz_fail("imported batch", NULL);
         fr_batch_free(imported);
         as.release(&as);
     }
@@ -89,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fr_buf_init(&out);
     if (fr_ipc_project(data, size, fixed, cols, 2, &out, &err) == 0) {
         fr_schema *ps = NULL;
-        if (fr_schema_project(fixed, cols, 2, &ps, &err) != 0) abort();
+        if (fr_schema_project(fixed, cols, 2, &ps, &err) != 0) fuzz_fail("projecting the schema", &err);
         fr_batch *pb = NULL;
         if (fr_ipc_read_batch(out.data, out.len, ps, &pb, &used, &err) == 0) {
             fuzz_touch(pb);

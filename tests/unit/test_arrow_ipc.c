@@ -450,6 +450,12 @@ static void test_corruptions(void **state)
     bits[0] ^= 0x01;
     assert_int_equal(fr_ipc_read_batch(msg.data, msg.len, s, &out, &used, &err), FR_ECORRUPT);
     bits[0] ^= 0x01;
+    /* Nulls in a column the schema says is NOT NULL (found by fuzzing: such a batch could not
+     * be exported and imported again). */
+    fr_schema *strict = tu_schema(cols, 2, false);
+    assert_int_equal(fr_ipc_read_batch(msg.data, msg.len, strict, &out, &used, &err), FR_ECORRUPT);
+    assert_non_null(strstr(err.msg, "NOT NULL"));
+    fr_schema_free(strict);
     /* A schema with a different number of fields. */
     static const tu_col three[] = {{"i", "INT"}, {"s", "STRING"}, {"x", "INT"}};
     fr_schema *s3 = tu_schema(three, 3, true);

@@ -1,0 +1,1 @@
+CREATE TABLE IF NOT EXISTS shop.orders (id BIGINT NOT NULL, name STRING COMMENT 'who', amount DECIMAL(10, 2), ts TIMESTAMP(3)) WITH ('bucket.num' = '4', 'bucket.key' = 'id', 'table.log.ttl' = '7d', 'table.log.arrow.compression.type' = 'ZSTD')

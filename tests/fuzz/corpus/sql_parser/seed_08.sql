@@ -1,0 +1,1 @@
+DESCRIBE shop.orders; DESC t

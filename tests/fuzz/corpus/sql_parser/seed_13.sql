@@ -1,0 +1,1 @@
+SELECT a, b AS bb, a + 1 c, `select` FROM db.t WHERE a > 1 AND s LIKE 'x%' LIMIT 10

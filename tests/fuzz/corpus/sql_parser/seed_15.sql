@@ -1,0 +1,1 @@
+a > 1 AND s LIKE 'a%' OR NOT bo

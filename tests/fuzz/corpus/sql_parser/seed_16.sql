@@ -1,0 +1,1 @@
+a IN (1, 2, 3) AND b NOT IN (4) AND d BETWEEN 1.5 AND 2.5

@@ -1,0 +1,1 @@
+CAST(a AS STRING) || s = 'x' OR CAST(s AS DECIMAL(10, 2)) > d

@@ -1,0 +1,1 @@
+s IS NOT NULL AND `Mixed Case` <> 3 AND byt = X'00ff'

@@ -1,0 +1,1 @@
+NOT NOT (a = 1) AND (((b)))

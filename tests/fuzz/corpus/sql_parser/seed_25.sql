@@ -1,0 +1,1 @@
+vc NOT LIKE '_b%' AND fl != 1e-3 AND ti < 127

@@ -1,0 +1,3 @@
+-- a comment
+SELECT /* inline */ 1;;
+;

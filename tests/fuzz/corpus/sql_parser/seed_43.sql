@@ -1,0 +1,1 @@
+CREATE TABLE t (a INT) WITH ('k' = '1', 'k' = '2')

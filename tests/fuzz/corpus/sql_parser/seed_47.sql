@@ -1,0 +1,1 @@
+SELECT count(a) FROM t

@@ -1,0 +1,1 @@
+SELECT from FROM t

@@ -1,0 +1,1 @@
+SELECT 'hÃ©' || s FROM t WHERE s = 'â¬'
