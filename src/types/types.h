@@ -135,6 +135,10 @@ typedef struct fr_value {
     } v;
 } fr_value;
 
+/* Constructors; nothing is copied (fr_value_str points at p). fr_value_int stores i in the
+ * member the type uses: BOOLEAN gets i != 0, DECIMAL the unscaled i, FLOAT and DOUBLE the
+ * number i, every other type i itself. fr_value_double rounds to float precision for
+ * FLOAT. */
 fr_value fr_value_null(fr_type t);
 fr_value fr_value_int(fr_type t, int64_t i);
 fr_value fr_value_double(fr_type t, double f);

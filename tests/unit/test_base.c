@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <pthread.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/base.h"
@@ -504,6 +506,107 @@ static void test_logging(void **state)
     assert_int_equal(fr_log_level_parse("", &lvl), FR_EINVAL);
 }
 
+#define LOG_THREADS 4
+#define LOG_LINES 200
+
+static void *log_worker(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    for (int i = 0; i < LOG_LINES; i++) FR_WARN("thread %d line %d %s", id, i, "payload-payload");
+    return NULL;
+}
+
+static void log_from_threads(void)
+{
+    pthread_t th[LOG_THREADS];
+    for (int i = 0; i < LOG_THREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, log_worker, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < LOG_THREADS; i++) pthread_join(th[i], NULL);
+}
+
+/* Lines written by several threads at once never interleave. */
+static void test_logging_threads(void **state)
+{
+    (void)state;
+    static char out[LOG_THREADS * LOG_LINES * 80 + 1];
+    fr_log_set_level(FR_LOG_INFO);
+    size_t n = capture_stderr(log_from_threads, out, sizeof out);
+    int count[LOG_THREADS] = {0};
+    char *line = out;
+    size_t lines = 0;
+    while (line < out + n) {
+        char *nl = strchr(line, '\n');
+        assert_non_null(nl);
+        *nl = '\0';
+        int id = -1, i = -1;
+        char tail[32];
+        assert_int_equal(sscanf(line + 24, " WARN  thread %d line %d %31s", &id, &i, tail), 3);
+        assert_true(id >= 0 && id < LOG_THREADS);
+        assert_int_equal(i, count[id]); /* each thread's lines stay in order */
+        assert_string_equal(tail, "payload-payload");
+        count[id]++;
+        lines++;
+        line = nl + 1;
+    }
+    assert_int_equal(lines, LOG_THREADS * LOG_LINES);
+}
+
+/* FIRTH_LOG_LEVEL decides the level until the program sets one; checked in a child process
+ * because the variable is read once per process. */
+static void test_logging_env(void **state)
+{
+    (void)state;
+    const char *levels[] = {"error", "DEBUG", "bogus"};
+    const int expect_warn_shown[] = {0, 1, 1};
+    const int expect_debug_shown[] = {0, 1, 0};
+    for (int k = 0; k < 3; k++) {
+        int fds[2];
+        assert_int_equal(pipe(fds), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            /* A fresh program: this process has set its level already. */
+            dup2(fds[1], STDERR_FILENO);
+            close(fds[0]);
+            setenv("FIRTH_LOG_LEVEL", levels[k], 1);
+            execl("/proc/self/exe", "test_base", "--log-child", (char *)NULL);
+            _exit(127);
+        }
+        close(fds[1]);
+        char buf[1024];
+        size_t got = 0;
+        ssize_t r;
+        while ((r = read(fds[0], buf + got, sizeof buf - 1 - got)) > 0) got += (size_t)r;
+        buf[got] = '\0';
+        close(fds[0]);
+        int status;
+        waitpid(pid, &status, 0);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        assert_int_equal(strstr(buf, "warn-line") != NULL, expect_warn_shown[k]);
+        assert_int_equal(strstr(buf, "debug-line") != NULL, expect_debug_shown[k]);
+    }
+}
+
+/* CRC tables are built once even when the first calls race. */
+static void *crc_worker(void *arg)
+{
+    uint32_t *out = arg;
+    *out = fr_crc32c(0, "123456789", 9);
+    return NULL;
+}
+
+static void test_crc32c_threads(void **state)
+{
+    (void)state;
+    pthread_t th[4];
+    uint32_t res[4];
+    for (int i = 0; i < 4; i++) assert_int_equal(pthread_create(&th[i], NULL, crc_worker, &res[i]), 0);
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(res[i], 0xE3069283u);
+    }
+}
+
 /* ---- files ----------------------------------------------------------------------------- */
 
 static void test_files(void **state)
@@ -567,6 +670,10 @@ static void test_files(void **state)
     assert_int_equal(fr_remove_tree(dir, &err), 0);
     assert_false(fr_path_exists(dir));
     assert_int_equal(fr_mkdirs("", &err), FR_EINVAL);
+    /* The per-process parent of the scratch directory goes too. */
+    char *slash = strrchr(dir, '/');
+    *slash = '\0';
+    assert_int_equal(fr_remove_tree(dir, &err), 0);
 }
 
 /* ---- parsers --------------------------------------------------------------------------- */
@@ -749,8 +856,13 @@ static void test_config_alloc_failure(void **state)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--log-child") == 0) {
+        FR_WARN("warn-line");
+        FR_DEBUG("debug-line");
+        return 0;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_error_fail_and_wrap),
         cmocka_unit_test(test_error_errno),
@@ -769,6 +881,9 @@ int main(void)
         cmocka_unit_test(test_le_access),
         cmocka_unit_test(test_clocks),
         cmocka_unit_test(test_logging),
+        cmocka_unit_test(test_logging_threads),
+        cmocka_unit_test(test_logging_env),
+        cmocka_unit_test(test_crc32c_threads),
         cmocka_unit_test(test_files),
         cmocka_unit_test(test_parse_i64),
         cmocka_unit_test(test_parse_duration),
