@@ -98,11 +98,14 @@ int fr_expr_bind(fr_expr *e, const fr_schema *schema, fr_error *err);
  * single column has the expression's type; the caller frees it. The column is named after
  * the column when e is a column reference, and "expr" otherwise. Errors: FR_EINVAL for
  * division by zero, FR_ERANGE for arithmetic overflow or a result out of its type's range,
- * those of fr_value_cast for CAST, FR_ENOMEM. Thread: any (e is only read). */
+ * those of fr_value_cast for CAST, FR_ENOMEM. Such errors are raised only for rows whose
+ * result depends on the failing part: in `b <> 0 AND a / b > 1` a row with b = 0 raises
+ * nothing, as AND is FALSE there whatever its right side. Thread: any (e is only read). */
 int fr_expr_eval(const fr_expr *e, const fr_batch *b, fr_batch **out, fr_error *err);
 /* Evaluates a bound BOOLEAN expression as a filter: `keep` (caller-allocated bitmap of
- * (rows + 7) / 8 bytes) gets bit i set when the predicate is TRUE for row i. Returns the
- * number of rows kept in *kept. */
+ * (rows + 7) / 8 bytes) gets bit i set when the predicate is TRUE for row i (and clear
+ * otherwise). Returns the number of rows kept in *kept. A row that cannot be kept raises no
+ * evaluation error (in `x AND y`, y is not judged where x is not TRUE). */
 int fr_expr_filter(const fr_expr *e, const fr_batch *b, uint8_t *keep, int64_t *kept,
                    fr_error *err);
 

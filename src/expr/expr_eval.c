@@ -8,6 +8,7 @@
  * combines TRUE-bitmaps word by word, which is exact: under Kleene's tables a AND b is TRUE
  * exactly where both are TRUE, and a OR b where either is. */
 #include <assert.h>
+#include <stdlib.h>
 
 #include "expr/expr_internal.h"
 
@@ -212,6 +213,91 @@ fail:
     return rc;
 }
 
+static int ex_value_qsort_cmp(const void *a, const void *b)
+{
+    return ex_value_cmp(a, b);
+}
+
+/* Whether the sorted set[0..n) holds v. */
+static bool ex_set_has(const fr_value *set, int n, const fr_value *v)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2, c = ex_value_cmp(&set[mid], v);
+        if (c == 0) return true;
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return false;
+}
+
+/* x IN (literals) for longer lists: a binary search in the sorted literals per row. A NULL
+ * in the list turns every miss into NULL, as x = NULL would. Fills *out and returns 1, or
+ * returns 0 when an item is not a literal. */
+static int ex_eval_in_set(const fr_expr *e, const ex_vec *x, ex_vec *out, fr_error *err)
+{
+    int k = e->nargs - 1, n = 0;
+    for (int i = 1; i < e->nargs; i++)
+        if (e->args[i]->kind != FR_EX_LITERAL) return 0;
+    fr_value *set = fr_malloc((size_t)k * sizeof *set);
+    if (!set) return fr_fail(err, FR_ENOMEM, "out of memory for an IN list");
+    bool has_null = false;
+    int rc = 0;
+    int64_t *ints = NULL;
+    for (int i = 1; i < e->nargs; i++) {
+        const fr_value *lit = &e->args[i]->value;
+        if (lit->is_null) {
+            has_null = true;
+            continue;
+        }
+        FR_GOTO(ex_value_coerce(lit, &e->operand_type, false, &set[n], err));
+        n++;
+    }
+    qsort(set, (size_t)n, sizeof *set, ex_value_qsort_cmp);
+    fr_type bt = fr_type_of(FR_T_BOOLEAN);
+    FR_GOTO(ex_vec_alloc(out, &bt, x->n, err));
+    FR_GOTO(ex_vec_alloc_valid(out, err));
+    if (x->phys == EX_P_I64) { /* the common case: integers, dates, times */
+        ints = fr_malloc((size_t)(n ? n : 1) * sizeof *ints);
+        if (!ints) FR_GOTO(fr_fail(err, FR_ENOMEM, "out of memory for an IN list"));
+        for (int i = 0; i < n; i++) ints[i] = set[i].v.i;
+    }
+    for (int64_t r = 0; r < x->n; r++) {
+        if (ex_vec_is_null(x, r)) continue;
+        bool found;
+        if (ints) {
+            int64_t v = x->i[r];
+            int lo = 0, hi = n;
+            while (lo < hi) {
+                int mid = lo + (hi - lo) / 2;
+                if (ints[mid] < v) lo = mid + 1;
+                else hi = mid;
+            }
+            found = lo < n && ints[lo] == v;
+        } else {
+            fr_value v;
+            ex_vec_get(x, r, &v);
+            found = ex_set_has(set, n, &v);
+        }
+        if (found) {
+            ex_bit_set(out->bits, r);
+            ex_bit_set(out->valid, r);
+        } else if (!has_null) {
+            ex_bit_set(out->valid, r);
+        }
+    }
+    ex_vec_seal(out);
+    if (e->negated) ex_not(out);
+    rc = 1;
+fail:
+    if (rc < 0) ex_vec_free(out);
+    fr_free(ints);
+    fr_free(set);
+    return rc;
+}
+
+#define EX_IN_SET_MIN 8
+
 /* x IN (items) is x = i1 OR x = i2 OR ..., which gives SQL's answer with nulls for free. */
 static int ex_eval_in(const fr_expr *e, const fr_batch *b, const uint64_t *mask, ex_vec *out,
                       fr_error *err)
@@ -223,6 +309,13 @@ static int ex_eval_in(const fr_expr *e, const fr_batch *b, const uint64_t *mask,
     FR_TRY(ex_eval_operand(e, e->args[0], b, mask, &x, err));
     ex_const_bool(&acc, x.n, false, false);
     int rc = 0;
+    if (e->nargs - 1 >= EX_IN_SET_MIN && !x.is_const) {
+        rc = ex_eval_in_set(e, &x, out, err);
+        if (rc != 0) {
+            ex_vec_free(&x);
+            return rc < 0 ? rc : 0;
+        }
+    }
     for (int k = 1; k < e->nargs; k++) {
         FR_GOTO(ex_eval_operand(e, e->args[k], b, mask, &y, err));
         FR_GOTO(ex_compare(&x, &y, FR_OP_EQ, &eq, err));

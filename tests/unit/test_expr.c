@@ -481,6 +481,13 @@ static void test_in(void **state)
     EXPECT(S, R, "s NOT IN ('x', 'z')", "false,true,NULL");
     EXPECT(S, R, "d IN (CAST('NaN' AS DOUBLE))", "false,true,NULL");
     EXPECT(S, R, "a IN (10, 9, 8, 7, 6, 5, 4, 3, 2, 11, 12, 13, 14, 15, 16, 17, 18)", "false,true,NULL");
+    /* Long lists of literals are searched in a sorted set; the same answers with NULLs. */
+    EXPECT(S, R, "a IN (9, 8, 7, 6, 5, 4, 3, 1, NULL)", "true,NULL,NULL");
+    EXPECT(S, R, "a NOT IN (9, 8, 7, 6, 5, 4, 3, 1, NULL)", "false,NULL,NULL");
+    EXPECT(S, R, "a NOT IN (9, 8, 7, 6, 5, 4, 3, 2, 2.5)", "true,false,NULL");
+    EXPECT(S, R, "s IN ('q', 'r', 's', 't', 'u', 'v', 'w', 'x')", "true,false,NULL");
+    EXPECT(S, R, "d IN (1, 2, 3, 4, 5, 6, 7, 8, CAST('NaN' AS DOUBLE))", "true,true,NULL");
+    EXPECT(S, R, "d IN (1, 2, 3, 4, 5, 6, 7, 8, 9)", "true,false,NULL");
 }
 
 static void test_between(void **state)

@@ -295,8 +295,8 @@ static fr_expr *rnd_leaf(fr_arena *a)
         return e;
     }
     if (kind < 70) { /* IN */
-        fr_expr *args[6] = {col(a, c)};
-        int n = rnd_int(2, 6);
+        fr_expr *args[14] = {col(a, c)};
+        int n = rnd_int(2, chance(30) ? 14 : 6); /* long lists take the sorted-set path */
         for (int i = 1; i < n; i++) args[i] = rnd_literal(a, c);
         fr_expr *e = fr_expr_node(a, FR_EX_IN, FR_OP_NONE, n, args);
         e->negated = chance(30);
