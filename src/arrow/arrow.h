@@ -13,8 +13,10 @@
  * Timestamp(unit, timezone null) for TIMESTAMP and Timestamp(unit, "UTC") for TIMESTAMP_LTZ.
  * Field custom_metadata "firth.type" keeps CHAR(n)/VARCHAR(n) lengths across IPC.
  *
- * A batch owns its columns' memory. Batches are immutable once built and may be read from
- * any thread. */
+ * A batch owns its columns' memory (reference counted inside: projections and C Data exports
+ * share it). Batches are immutable once built and may be read from any thread; buffers the
+ * module allocates start on 64-byte boundaries and are zero-padded to a multiple of 8.
+ * Decoding checks NOT NULL: a batch never holds nulls in a column whose type is NOT NULL. */
 #ifndef FIRTH_ARROW_H
 #define FIRTH_ARROW_H
 
@@ -52,7 +54,8 @@ static inline bool fr_column_is_null(const fr_column *c, int64_t row)
     return c->validity && !((c->validity[row >> 3] >> (row & 7)) & 1);
 }
 
-/* A new batch with the chosen columns of b, in the given order (copies buffers). */
+/* A new batch with the chosen columns of b, in the given order. It shares b's buffers (no
+ * copy) and keeps them alive on its own: b may be freed first. */
 int fr_batch_project(const fr_batch *b, const int *cols, int ncols, fr_batch **out,
                      fr_error *err);
 /* A new batch with the rows whose bit is set in `keep` (a bitmap of b's length). */
@@ -61,7 +64,9 @@ int fr_batch_filter(const fr_batch *b, const uint8_t *keep, fr_batch **out, fr_e
 int fr_batch_slice(const fr_batch *b, int64_t offset, int64_t length, fr_batch **out,
                    fr_error *err);
 /* Builds a batch from ready columns: takes ownership of the buffers in `bufs` (fr_malloc'd,
- * three per column: validity, offsets, values; any may be NULL) whether it succeeds or not. */
+ * three per column: validity, offsets, values; any may be NULL) whether it succeeds or not.
+ * Var-width offsets must start at 0; a validity buffer is ignored when the null count is 0.
+ * The IPC writer copies exact lengths, so these buffers need no alignment or padding. */
 int fr_batch_from_buffers(const fr_schema *schema, int64_t rows, uint8_t **bufs,
                           const int64_t *null_counts, fr_batch **out, fr_error *err);
 
@@ -119,7 +124,9 @@ int fr_ipc_read_schema(const uint8_t *p, size_t n, int32_t schema_id, fr_schema 
                        size_t *used, fr_error *err);
 /* Decodes an encapsulated RecordBatch message at the start of p against schema (the
  * message must match it: number of fields, buffers, lengths). Every length, offset and
- * count is checked against n and the limits above; bad input is FR_ECORRUPT. */
+ * count is checked against n and the limits above; bad input is FR_ECORRUPT, a declared size
+ * beyond a limit FR_ELIMIT, valid Arrow that firth does not handle (dictionaries, other
+ * metadata versions, codecs) FR_EUNSUPPORTED. Never reads outside p[0, n). */
 int fr_ipc_read_batch(const uint8_t *p, size_t n, const fr_schema *schema, fr_batch **out,
                       size_t *used, fr_error *err);
 /* Reads the row count of an encapsulated RecordBatch message without decoding it. */

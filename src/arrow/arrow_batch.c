@@ -313,6 +313,11 @@ int fr_batch_from_buffers(const fr_schema *schema, int64_t rows, uint8_t **bufs,
                          (long long)c->null_count, (long long)rows);
             goto fail;
         }
+        if (c->null_count > 0 && !c->type.nullable) {
+            rc = fr_fail(err, FR_EINVAL, "column %s is NOT NULL but has %lld nulls", name,
+                         (long long)c->null_count);
+            goto fail;
+        }
         if (c->null_count > 0 && !validity) {
             rc = fr_fail(err, FR_EINVAL, "column %s has nulls but no validity buffer", name);
             goto fail;
