@@ -215,10 +215,12 @@ static fr_type ex_decimal_result(fr_expr_op op, const fr_type *a, const fr_type 
 static int ex_bind_arith(fr_expr *e, fr_error *err)
 {
     fr_expr *l = e->args[0], *r = e->args[1];
-    /* A NULL operand takes the other's type; two NULLs compute in BIGINT. */
-    fr_type bigint = fr_type_of(FR_T_BIGINT);
-    ex_adopt(l, ex_is_null_lit(r) ? &bigint : &r->type);
-    ex_adopt(r, &l->type);
+    /* A NULL operand takes the other's type, except days next to a DATE (NULL + date,
+     * date +/- NULL); two NULLs compute in BIGINT. */
+    fr_type bigint = fr_type_of(FR_T_BIGINT), days = fr_type_of(FR_T_INT);
+    bool days_left = r->type.id == FR_T_DATE && e->op == FR_OP_ADD;
+    ex_adopt(l, ex_is_null_lit(r) ? &bigint : days_left ? &days : &r->type);
+    ex_adopt(r, l->type.id == FR_T_DATE ? &days : &l->type);
     fr_type a = l->type, b = r->type, rt;
     fr_type_id x = a.id, y = b.id;
     bool nullable = a.nullable || b.nullable;

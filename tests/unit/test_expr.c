@@ -318,6 +318,10 @@ static void test_date_arithmetic(void **state)
     EXPECT(S, "2026-01-31|1; NULL|1; 2024-02-28|-1", "dt + a", "2026-02-01,NULL,2024-02-27");
     EXPECT(S, "2026-01-31|1; NULL|1", "dt - 31", "2025-12-31,NULL");
     EXPECT(S, "2026-01-31|1; NULL|1", "dt - DATE '2026-01-01'", "30,NULL");
+    EXPECT(S, "2026-01-31|1; NULL|1", "dt + NULL", "NULL,NULL");
+    EXPECT(S, "2026-01-31|1; NULL|1", "NULL + dt = dt", "NULL,NULL");
+    assert_string_equal(bind_type("dt DATE", "NULL - dt"), "INT");
+    assert_string_equal(bind_type("dt DATE", "dt - NULL"), "DATE");
     EXPECT(S, "2026-01-31|1", "dt + 9223372036854775807", "error ERANGE: line 1, column 1: BIGINT overflow in +");
     EXPECT(S, "2026-01-31|1", "dt + 3000000000", "error ERANGE: value 3000020484 is out of range for DATE");
 }
