@@ -227,10 +227,12 @@ int ex_arith(const fr_expr *e, ex_vec *a, ex_vec *b, const uint64_t *mask, ex_ve
     FR_TRY(ex_vec_alloc(out, &e->type, rows, err));
     int rc = 0;
     if (rows == n) FR_GOTO(ex_valid_and(a, b, &out->valid, err));
+    /* A constant result is computed whatever the mask says. */
+    const uint64_t *m = rows == n ? mask : NULL;
     switch (rp) {
-    case EX_P_I64: FR_GOTO(ex_arith_i64(e, a, b, rows == n ? mask : NULL, out, err)); break;
-    case EX_P_F64: FR_GOTO(ex_arith_f64(e, a, b, rows == n ? mask : NULL, out, err)); break;
-    case EX_P_I128: FR_GOTO(ex_arith_decimal(e, a, b, rows == n ? mask : NULL, out, err)); break;
+    case EX_P_I64: FR_GOTO(ex_arith_i64(e, a, b, m, out, err)); break;
+    case EX_P_F64: FR_GOTO(ex_arith_f64(e, a, b, m, out, err)); break;
+    case EX_P_I128: FR_GOTO(ex_arith_decimal(e, a, b, m, out, err)); break;
     default: assert(!"arithmetic result of an unexpected type");
     }
     if (rows != n) {

@@ -149,7 +149,8 @@ static int ex_format_literal(const fr_value *v, fr_buf *out, fr_error *err)
     case FR_T_STRING: return ex_format_quoted(out, '\'', v->v.s.ptr, v->v.s.len, err);
     case FR_T_BYTES:
         FR_TRY(fr_buf_printf(out, err, "X'"));
-        for (size_t i = 0; i < v->v.s.len; i++) FR_TRY(fr_buf_printf(out, err, "%02x", v->v.s.ptr[i]));
+        for (size_t i = 0; i < v->v.s.len; i++)
+            FR_TRY(fr_buf_printf(out, err, "%02x", v->v.s.ptr[i]));
         return fr_buf_printf(out, err, "'");
     default: break;
     }
@@ -164,7 +165,8 @@ static int ex_format_literal(const fr_value *v, fr_buf *out, fr_error *err)
             char tn[64];
             rc = fr_buf_printf(out, err, "CAST(");
             if (rc == 0) rc = ex_format_quoted(out, '\'', text.data, text.len, err);
-            if (rc == 0) rc = fr_buf_printf(out, err, " AS %s)", ex_type_name(&v->type, tn, sizeof tn));
+            if (rc == 0)
+                rc = fr_buf_printf(out, err, " AS %s)", ex_type_name(&v->type, tn, sizeof tn));
         } else {
             rc = fr_buf_printf(out, err, "%s ", kw);
             if (rc == 0) rc = ex_format_quoted(out, '\'', text.data, text.len, err);

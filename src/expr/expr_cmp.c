@@ -95,7 +95,8 @@
 
 bool ex_column_compare_direct(const fr_type *ct, const fr_type *in)
 {
-    if (ex_phys_of(ct->id) == EX_P_I64) return ex_phys_of(in->id) == EX_P_I64 && ex_same_repr(ct, in);
+    if (ex_phys_of(ct->id) == EX_P_I64)
+        return ex_phys_of(in->id) == EX_P_I64 && ex_same_repr(ct, in);
     if (ct->id == FR_T_FLOAT || ct->id == FR_T_DOUBLE) return in->id == FR_T_DOUBLE;
     return false;
 }

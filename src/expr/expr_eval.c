@@ -386,7 +386,13 @@ static int ex_eval_is_null(const fr_expr *e, const fr_batch *b, const uint64_t *
 
 /* ---- LIKE ------------------------------------------------------------------------------ */
 
-typedef enum { EX_LIKE_EXACT, EX_LIKE_PREFIX, EX_LIKE_SUFFIX, EX_LIKE_CONTAINS, EX_LIKE_ANY } ex_like_kind;
+typedef enum {
+    EX_LIKE_EXACT,    /* 'abc' */
+    EX_LIKE_PREFIX,   /* 'abc%' */
+    EX_LIKE_SUFFIX,   /* '%abc' */
+    EX_LIKE_CONTAINS, /* '%abc%' */
+    EX_LIKE_ANY,      /* anything else: the general matcher */
+} ex_like_kind;
 
 /* Recognizes the patterns that need no general matcher: 'abc', 'abc%', '%abc', '%abc%'. */
 static ex_like_kind ex_like_classify(const uint8_t *p, size_t m, const uint8_t **lit,
