@@ -47,10 +47,13 @@ typedef struct ap_config {
 /* One firth run's figures. */
 typedef struct ap_result {
     double seconds;
+    double cpu_seconds; /* CPU time of the whole process over the timed span */
     int64_t rows;
     int64_t logical_bytes;
     int64_t log_bytes;  /* what the log says it holds (segments) */
     int64_t disk_bytes; /* blocks allocated under DATA_DIR/log, indexes included */
+    int64_t appends;
+    int64_t fsyncs;     /* fdatasyncs of the segment during the run */
     double ack_p50_ms;
     double ack_p99_ms;
 } ap_result;
@@ -100,7 +103,8 @@ static void *ap_writer_main(void *arg)
 }
 
 /* Starts the writers, times them from release to the last return, and joins them. */
-static int ap_run_writers(ap_shared *sh, int writers, double *seconds, fr_error *err)
+static int ap_run_writers(ap_shared *sh, int writers, double *seconds, double *cpu_seconds,
+                          fr_error *err)
 {
     pthread_t tid[64];
     ap_writer w[64];
@@ -117,9 +121,10 @@ static int ap_run_writers(ap_shared *sh, int writers, double *seconds, fr_error 
         exit(2);
     }
     pthread_barrier_wait(&sh->start);
-    int64_t t0 = fr_monotonic_ns();
+    int64_t t0 = fr_monotonic_ns(), c0 = bk_cpu_ns();
     for (int i = 0; i < writers; i++) pthread_join(tid[i], NULL);
     *seconds = (double)(fr_monotonic_ns() - t0) / 1e9;
+    *cpu_seconds = (double)(bk_cpu_ns() - c0) / 1e9;
     pthread_barrier_destroy(&sh->start);
     if (sh->first_err.code < 0) {
         *err = sh->first_err;
@@ -148,12 +153,15 @@ static int ap_run_firth(const ap_config *cfg, const char *codec, int rep, fr_bat
     FR_GOTO(bk_engine_open(data_dir, FR_FLUSH_EVERY_APPEND, &e, err));
     FR_GOTO(bk_table_create(e, "append", fr_batch_schema(batches[0]), codec, &t, err));
     sh.table = t;
-    FR_GOTO(ap_run_writers(&sh, (int)cfg->writers, &res->seconds, err));
+    int64_t fsyncs0 = fr_log_fsync_count(fr_table_log(t, 0));
+    FR_GOTO(ap_run_writers(&sh, (int)cfg->writers, &res->seconds, &res->cpu_seconds, err));
     res->rows = atomic_load(&sh.rows_appended);
     FR_CHECK(res->rows == sh.appends * cfg->batch_rows, FR_ESTATE, err,
              "the table acknowledged %lld rows, expected %lld", (long long)res->rows,
              (long long)(sh.appends * cfg->batch_rows));
     res->logical_bytes = sh.appends * batch_logical;
+    res->appends = sh.appends;
+    res->fsyncs = fr_log_fsync_count(fr_table_log(t, 0)) - fsyncs0;
     res->log_bytes = fr_log_size_bytes(fr_table_log(t, 0));
     res->disk_bytes = bk_tree_disk_bytes(log_dir);
     res->ack_p50_ms = bk_quantile(sh.ack_ms, (int)sh.appends, 0.50);
@@ -336,7 +344,8 @@ fail:
 static json_t *ap_codec_json(const char *codec, const ap_result *r, int reps, double *phys_med)
 {
     double rows_s[BK_REPS_MAX], log_mb[BK_REPS_MAX], phys_mb[BK_REPS_MAX], disk_mb[BK_REPS_MAX];
-    double p50[BK_REPS_MAX], p99[BK_REPS_MAX], ratio[BK_REPS_MAX];
+    double p50[BK_REPS_MAX], p99[BK_REPS_MAX], ratio[BK_REPS_MAX], cores[BK_REPS_MAX];
+    double per_fsync[BK_REPS_MAX];
     json_t *each = json_array();
     for (int i = 0; i < reps; i++) {
         rows_s[i] = (double)r[i].rows / r[i].seconds;
@@ -344,20 +353,24 @@ static json_t *ap_codec_json(const char *codec, const ap_result *r, int reps, do
         phys_mb[i] = (double)r[i].log_bytes / r[i].seconds / 1e6;
         disk_mb[i] = (double)r[i].disk_bytes / r[i].seconds / 1e6;
         ratio[i] = (double)r[i].log_bytes / (double)r[i].logical_bytes;
+        cores[i] = r[i].cpu_seconds / r[i].seconds;
+        per_fsync[i] = r[i].fsyncs > 0 ? (double)r[i].appends / (double)r[i].fsyncs : 0;
         p50[i] = r[i].ack_p50_ms;
         p99[i] = r[i].ack_p99_ms;
-        json_array_append_new(each, json_pack("{s:f, s:I, s:I, s:I, s:I, s:f, s:f}", "seconds",
-            r[i].seconds, "rows", (json_int_t)r[i].rows, "logical_bytes",
+        json_array_append_new(each, json_pack("{s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}",
+            "seconds", r[i].seconds, "cpu_seconds", r[i].cpu_seconds, "rows", (json_int_t)r[i].rows, "logical_bytes",
             (json_int_t)r[i].logical_bytes, "log_bytes", (json_int_t)r[i].log_bytes,
-            "disk_bytes", (json_int_t)r[i].disk_bytes, "ack_p50_ms", p50[i], "ack_p99_ms", p99[i]));
+            "disk_bytes", (json_int_t)r[i].disk_bytes, "appends", (json_int_t)r[i].appends,
+            "fsyncs", (json_int_t)r[i].fsyncs, "ack_p50_ms", p50[i], "ack_p99_ms", p99[i]));
     }
     *phys_med = bk_median(phys_mb, reps);
-    return json_pack("{s:s, s:o, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f}}", "compression", codec,
+    return json_pack("{s:s, s:o, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}}", "compression", codec,
                      "reps", each, "median", "rows_per_s", bk_median(rows_s, reps),
                      "logical_mb_per_s", bk_median(log_mb, reps), "physical_mb_per_s", *phys_med,
                      "disk_mb_per_s", bk_median(disk_mb, reps), "log_bytes_per_logical_byte",
-                     bk_median(ratio, reps), "ack_p50_ms", bk_median(p50, reps), "ack_p99_ms",
-                     bk_median(p99, reps));
+                     bk_median(ratio, reps), "cpu_cores", bk_median(cores, reps),
+                     "appends_per_fsync", bk_median(per_fsync, reps), "ack_p50_ms",
+                     bk_median(p50, reps), "ack_p99_ms", bk_median(p99, reps));
 }
 
 static void ap_print_codec(json_t *run, double dd_med)
@@ -365,14 +378,17 @@ static void ap_print_codec(json_t *run, double dd_med)
     json_t *m = json_object_get(run, "median");
     double phys = json_real_value(json_object_get(m, "physical_mb_per_s"));
     printf("  firth %-5s %10.0f rows/s  %7.1f MB/s logical  %7.1f MB/s physical (%.2f of "
-           "logical)  %5.1f%% of dd  ack p50 %.1f ms p99 %.1f ms\n",
+           "logical)  %5.1f%% of dd\n"
+           "               ack p50 %.1f ms p99 %.1f ms, %.2f appends per fsync, %.2f cores busy\n",
            json_string_value(json_object_get(run, "compression")),
            json_real_value(json_object_get(m, "rows_per_s")),
            json_real_value(json_object_get(m, "logical_mb_per_s")), phys,
            json_real_value(json_object_get(m, "log_bytes_per_logical_byte")),
            dd_med > 0 ? 100 * phys / dd_med : 0.0,
            json_real_value(json_object_get(m, "ack_p50_ms")),
-           json_real_value(json_object_get(m, "ack_p99_ms")));
+           json_real_value(json_object_get(m, "ack_p99_ms")),
+           json_real_value(json_object_get(m, "appends_per_fsync")),
+           json_real_value(json_object_get(m, "cpu_cores")));
 }
 
 /* All repetitions: dd, the chunked-fsync reference, then firth with each codec. */

@@ -19,6 +19,7 @@
 #define PJ_SETS 5
 #define PJ_TARGET_SPEEDUP 8.0
 #define PJ_DISTINCT_BATCHES 8
+#define PJ_SAMPLE_NS 100000000 /* aim for samples of at least 100 ms */
 
 typedef struct pj_config {
     const char *dir;
@@ -66,12 +67,10 @@ static int pj_log_fn(void *ctx, fr_batch *batch, const int64_t *offsets,
     return pj_count_batch(ctx, batch);
 }
 
-/* Reads the whole bucket with projection set; *seconds is the time the read took. */
-static int pj_scan(const pj_config *cfg, fr_table *t, const pj_set *set, double *seconds,
-                   fr_error *err)
+/* Reads the whole bucket once with projection set, checking what comes back. */
+static int pj_scan(const pj_config *cfg, fr_table *t, const pj_set *set, fr_error *err)
 {
     pj_count count = {.want_cols = set->ncols};
-    int64_t t0 = fr_monotonic_ns();
     if (cfg->log_api) {
         fr_log_read r = {.from_offset = 0, .schema = fr_table_schema(t), .columns = set->cols,
                          .ncolumns = set->ncols, .max_bytes = INT64_MAX, .max_records = -1};
@@ -82,11 +81,23 @@ static int pj_scan(const pj_config *cfg, fr_table *t, const pj_set *set, double 
                              .ncolumns = set->ncols, .max_records = -1, .bucket = -1};
         FR_TRY(fr_table_scan(t, &spec, pj_scan_fn, &count, err));
     }
-    *seconds = (double)(fr_monotonic_ns() - t0) / 1e9;
     FR_CHECK(count.rows == cfg->rows && !count.bad_shape, FR_ESTATE, err,
              "a scan of %s returned %lld rows (expected %lld)%s", set->label,
              (long long)count.rows, (long long)cfg->rows,
              count.bad_shape ? " and batches of the wrong number of columns" : "");
+    return 0;
+}
+
+/* One sample: `inner` scans back to back; *wall and *cpu are seconds per scan. Repeating a
+ * short scan within a sample keeps each sample near PJ_SAMPLE_NS, long enough that timer
+ * resolution and a brief preemption do not decide the figure. */
+static int pj_sample(const pj_config *cfg, fr_table *t, const pj_set *set, int inner,
+                     double *wall, double *cpu, fr_error *err)
+{
+    int64_t w0 = fr_monotonic_ns(), c0 = bk_cpu_ns();
+    for (int i = 0; i < inner; i++) FR_TRY(pj_scan(cfg, t, set, err));
+    *wall = (double)(fr_monotonic_ns() - w0) / 1e9 / inner;
+    *cpu = (double)(bk_cpu_ns() - c0) / 1e9 / inner;
     return 0;
 }
 
@@ -131,11 +142,34 @@ static void pj_sets_init(pj_set *sets)
     sets[4] = (pj_set){.label = "2 widest (s0, s1)", .cols = {15, 16}, .ncols = 2};
 }
 
-/* Loads a fresh table with codec, warms the cache, and times every projection reps times
- * (interleaved, so that drift affects them alike). secs[s][rep] receives the times. */
-static int pj_run_codec(const pj_config *cfg, const char *codec, const pj_set *sets,
-                        double (*secs)[BK_REPS_MAX], int64_t *col_bytes, int64_t *log_bytes,
+/* Everything measured for one codec. */
+typedef struct pj_times {
+    double wall[PJ_SETS][BK_REPS_MAX]; /* seconds per scan, per repetition */
+    double cpu[PJ_SETS][BK_REPS_MAX];
+    int inner[PJ_SETS];                /* scans per sample */
+    double load_seconds;
+    int64_t col_bytes[BK_COLUMNS];     /* logical bytes of each column, all rows */
+    int64_t log_bytes;
+} pj_times;
+
+/* Warms the cache with a full scan, then sizes each projection's samples from one scan. */
+static int pj_calibrate(const pj_config *cfg, fr_table *t, const pj_set *sets, pj_times *tm,
                         fr_error *err)
+{
+    FR_TRY(pj_scan(cfg, t, &sets[3], err));
+    for (int s = 0; s < PJ_SETS; s++) {
+        double wall, cpu;
+        FR_TRY(pj_sample(cfg, t, &sets[s], 1, &wall, &cpu, err));
+        double n = (double)PJ_SAMPLE_NS / 1e9 / (wall > 1e-6 ? wall : 1e-6);
+        tm->inner[s] = n < 1 ? 1 : n > 1000 ? 1000 : (int)n;
+    }
+    return 0;
+}
+
+/* Loads a fresh table with codec, warms the cache, and times every projection reps times
+ * (interleaved, so that drift affects them alike). */
+static int pj_run_codec(const pj_config *cfg, const char *codec, const pj_set *sets,
+                        pj_times *tm, fr_error *err)
 {
     char data_dir[4096], name[64];
     snprintf(name, sizeof name, "projection-%s", codec);
@@ -143,16 +177,19 @@ static int pj_run_codec(const pj_config *cfg, const char *codec, const pj_set *s
     fr_schema *schema = NULL;
     fr_engine *e = NULL;
     fr_table *t = NULL;
-    double warm;
     int rc;
     FR_GOTO(bk_schema_new(&schema, err));
     FR_GOTO(bk_engine_open(data_dir, FR_FLUSH_NONE, &e, err));
     FR_GOTO(bk_table_create(e, "projection", schema, codec, &t, err));
-    FR_GOTO(pj_load(cfg, t, col_bytes, err));
-    *log_bytes = fr_log_size_bytes(fr_table_log(t, 0));
-    FR_GOTO(pj_scan(cfg, t, &sets[3], &warm, err));
+    int64_t t0 = fr_monotonic_ns();
+    FR_GOTO(pj_load(cfg, t, tm->col_bytes, err));
+    tm->load_seconds = (double)(fr_monotonic_ns() - t0) / 1e9;
+    tm->log_bytes = fr_log_size_bytes(fr_table_log(t, 0));
+    FR_GOTO(pj_calibrate(cfg, t, sets, tm, err));
     for (int rep = 0; rep < cfg->reps; rep++)
-        for (int s = 0; s < PJ_SETS; s++) FR_GOTO(pj_scan(cfg, t, &sets[s], &secs[s][rep], err));
+        for (int s = 0; s < PJ_SETS; s++)
+            FR_GOTO(pj_sample(cfg, t, &sets[s], tm->inner[s], &tm->wall[s][rep],
+                              &tm->cpu[s][rep], err));
     rc = 0;
 fail:
     if (t) fr_table_release(t);
@@ -163,38 +200,57 @@ fail:
     return rc;
 }
 
+/* One projection's figures, printed and as JSON. */
+static json_t *pj_set_json(const pj_config *cfg, const pj_set *set, const pj_times *tm, int s,
+                           double rows_s, double cpu_rows_s, double all_rows_s,
+                           double all_cpu_rows_s, int64_t row_bytes)
+{
+    int64_t bytes = 0;
+    json_t *cols = json_array(), *walls = json_array(), *cpus = json_array();
+    for (int i = 0; i < set->ncols; i++) {
+        bytes += tm->col_bytes[set->cols[i]];
+        json_array_append_new(cols, json_integer(set->cols[i]));
+    }
+    for (int r = 0; r < cfg->reps; r++) {
+        json_array_append_new(walls, json_real(tm->wall[s][r]));
+        json_array_append_new(cpus, json_real(tm->cpu[s][r]));
+    }
+    double share = (double)bytes / (double)row_bytes;
+    double mb_s = rows_s * (double)bytes / (double)cfg->rows / 1e6;
+    printf("    %-18s %5.1f%%  %12.0f %7.2fx  %12.0f %7.2fx  %8.1f\n", set->label, 100 * share,
+           rows_s, rows_s / all_rows_s, cpu_rows_s, cpu_rows_s / all_cpu_rows_s, mb_s);
+    return json_pack("{s:s, s:o, s:f, s:i, s:o, s:o, s:f, s:f, s:f, s:f, s:f}", "label",
+                     set->label, "columns", cols, "share_of_row_bytes", share,
+                     "scans_per_sample", tm->inner[s], "seconds_per_scan", walls,
+                     "cpu_seconds_per_scan", cpus, "rows_per_s", rows_s, "rows_per_cpu_s",
+                     cpu_rows_s, "column_mb_per_s", mb_s, "speedup_vs_all",
+                     rows_s / all_rows_s, "cpu_speedup_vs_all", cpu_rows_s / all_cpu_rows_s);
+}
+
 /* One codec's figures as JSON (and printed); *speedup is rows/s of set 0 over set 3. */
 static json_t *pj_codec_json(const pj_config *cfg, const char *codec, const pj_set *sets,
-                             double (*secs)[BK_REPS_MAX], const int64_t *col_bytes,
-                             int64_t log_bytes, double *speedup)
+                             pj_times *tm, double *speedup)
 {
     int64_t row_bytes = 0;
-    for (int c = 0; c < BK_COLUMNS; c++) row_bytes += col_bytes[c];
-    double rows_s[PJ_SETS];
-    for (int s = 0; s < PJ_SETS; s++) rows_s[s] = (double)cfg->rows / bk_median(secs[s], (int)cfg->reps);
-    *speedup = rows_s[0] / rows_s[3];
-    printf("  %s (%.1f MB in the log, %.2f of logical):\n", codec, (double)log_bytes / 1e6,
-           (double)log_bytes / (double)row_bytes);
-    json_t *list = json_array();
+    for (int c = 0; c < BK_COLUMNS; c++) row_bytes += tm->col_bytes[c];
+    double rows_s[PJ_SETS], cpu_rows_s[PJ_SETS];
     for (int s = 0; s < PJ_SETS; s++) {
-        int64_t bytes = 0;
-        json_t *cols = json_array(), *each = json_array();
-        for (int i = 0; i < sets[s].ncols; i++) {
-            bytes += col_bytes[sets[s].cols[i]];
-            json_array_append_new(cols, json_integer(sets[s].cols[i]));
-        }
-        for (int r = 0; r < cfg->reps; r++) json_array_append_new(each, json_real(secs[s][r]));
-        double share = (double)bytes / (double)row_bytes, mb_s = rows_s[s] * (double)bytes / (double)cfg->rows / 1e6;
-        printf("    %-18s %5.1f%% of row bytes  %11.0f rows/s  %8.1f MB/s of column data  "
-               "%5.2fx the rows/s of 20\n", sets[s].label, 100 * share, rows_s[s], mb_s,
-               rows_s[s] / rows_s[3]);
-        json_array_append_new(list, json_pack("{s:s, s:o, s:f, s:o, s:f, s:f, s:f}", "label",
-            sets[s].label, "columns", cols, "share_of_row_bytes", share, "seconds", each,
-            "rows_per_s", rows_s[s], "column_mb_per_s", mb_s, "speedup_vs_all", rows_s[s] / rows_s[3]));
+        rows_s[s] = (double)cfg->rows / bk_median(tm->wall[s], (int)cfg->reps);
+        cpu_rows_s[s] = (double)cfg->rows / bk_median(tm->cpu[s], (int)cfg->reps);
     }
-    return json_pack("{s:s, s:I, s:I, s:o}", "compression", codec, "log_bytes",
-                     (json_int_t)log_bytes, "logical_bytes", (json_int_t)row_bytes,
-                     "projections", list);
+    *speedup = rows_s[0] / rows_s[3];
+    printf("  %s: %.1f MB in the log (%.2f of logical), loaded in %.2f s\n", codec,
+           (double)tm->log_bytes / 1e6, (double)tm->log_bytes / (double)row_bytes,
+           tm->load_seconds);
+    printf("    %-18s %6s  %12s %8s  %12s %8s  %8s\n", "columns", "bytes", "rows/s", "vs 20",
+           "rows/cpu-s", "vs 20", "col MB/s");
+    json_t *list = json_array();
+    for (int s = 0; s < PJ_SETS; s++)
+        json_array_append_new(list, pj_set_json(cfg, &sets[s], tm, s, rows_s[s], cpu_rows_s[s],
+                                                rows_s[3], cpu_rows_s[3], row_bytes));
+    return json_pack("{s:s, s:I, s:I, s:f, s:o}", "compression", codec, "log_bytes",
+                     (json_int_t)tm->log_bytes, "logical_bytes", (json_int_t)row_bytes,
+                     "load_seconds", tm->load_seconds, "projections", list);
 }
 
 static void pj_usage(void)
@@ -242,20 +298,19 @@ static int pj_run_all(const pj_config *cfg, fr_error *err)
 {
     pj_set sets[PJ_SETS];
     pj_sets_init(sets);
-    static double secs[PJ_SETS][BK_REPS_MAX];
+    static pj_times tm;
     json_t *runs = json_array(), *targets = json_array();
     int rc = 0;
-    printf("projection: %lld rows of %d columns, %lld-row batches, 1 bucket, %s, medians of "
-           "%lld scans from the page cache (MB = 10^6 bytes):\n", (long long)cfg->rows,
+    printf("projection: %lld rows of %d columns, %lld-row batches, 1 bucket, %s, from the page "
+           "cache; medians of %lld samples of >= 0.1 s (MB = 10^6 bytes):\n", (long long)cfg->rows,
            BK_COLUMNS, (long long)cfg->batch_rows,
            cfg->log_api ? "fr_log_read_batches" : "fr_table_scan", (long long)cfg->reps);
     for (int c = 0; c < cfg->ncodecs && rc == 0; c++) {
-        int64_t col_bytes[BK_COLUMNS] = {0}, log_bytes = 0;
         double speedup = 0;
-        rc = pj_run_codec(cfg, cfg->codecs[c], sets, secs, col_bytes, &log_bytes, err);
+        memset(&tm, 0, sizeof tm);
+        rc = pj_run_codec(cfg, cfg->codecs[c], sets, &tm, err);
         if (rc < 0) break;
-        json_array_append_new(runs, pj_codec_json(cfg, cfg->codecs[c], sets, secs, col_bytes,
-                                                  log_bytes, &speedup));
+        json_array_append_new(runs, pj_codec_json(cfg, cfg->codecs[c], sets, &tm, &speedup));
         char name[64], what[160];
         snprintf(name, sizeof name, "projection_%s_2_vs_20", cfg->codecs[c]);
         snprintf(what, sizeof what, "rows/s reading 2 of 20 columns / rows/s reading all 20 "

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 void bk_rng_seed(bk_rng *r, uint64_t seed)
@@ -118,6 +119,13 @@ int bk_table_create(fr_engine *e, const char *name, const fr_schema *schema,
     FR_TRY(fr_engine_create_database(e, "bench", true, err));
     FR_TRY(fr_engine_create_table(e, &spec, false, err));
     return fr_engine_get_table(e, "bench", name, out, err);
+}
+
+int64_t bk_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static int bk_cmp_double(const void *a, const void *b)

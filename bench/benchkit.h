@@ -45,6 +45,10 @@ int bk_engine_open(const char *data_dir, fr_flush_mode flush, fr_engine **out,
 int bk_table_create(fr_engine *e, const char *name, const fr_schema *schema,
                     const char *compression, fr_table **out, fr_error *err);
 
+/* CPU time used by the whole process (every thread), in nanoseconds. Printed beside wall
+ * time because on a busy machine CPU time varies less than wall time does. */
+int64_t bk_cpu_ns(void);
+
 /* The median of n values (n >= 1); sorts v in place. */
 double bk_median(double *v, int n);
 /* The q-quantile (0..1) of n values by nearest rank; sorts v in place. */
