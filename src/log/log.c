@@ -179,11 +179,14 @@ void fr_log_close(fr_log *log)
 {
     if (!log) return;
     fr_error err;
-    if (fr_log_flush(log, &err) < 0) FR_WARN("log %s: closing: %s", log->name, err.msg);
-    /* The indexes are checked at open anyway; syncing them avoids a rebuild after a crash. */
-    log_segment *active = log->segs[log->nsegs - 1];
-    if (fdatasync(active->index_fd) != 0 || fdatasync(active->time_fd) != 0)
-        FR_WARN("log %s: closing: cannot fsync the indexes: %s", log->name, strerror(errno));
+    if (log->opts.flush != FR_FLUSH_NONE) {
+        if (fr_log_flush(log, &err) < 0) FR_WARN("log %s: closing: %s", log->name, err.msg);
+        /* The indexes are checked at open anyway; syncing them spares a rebuild after a
+         * crash. */
+        log_segment *active = log->segs[log->nsegs - 1];
+        if (fdatasync(active->index_fd) != 0 || fdatasync(active->time_fd) != 0)
+            FR_WARN("log %s: closing: cannot fsync the indexes: %s", log->name, strerror(errno));
+    }
     log_free(log);
 }
 

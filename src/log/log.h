@@ -106,7 +106,8 @@ typedef struct fr_log fr_log;
  * CRC, a short batch, a bad index) is truncated, with a WARN log line saying what and how
  * many bytes. Indexes that do not match their segment are rebuilt. */
 int fr_log_open(const char *dir, const fr_log_options *opts, fr_log **out, fr_error *err);
-/* Closes the log (flushing what is unflushed). No other call may be running. */
+/* Closes the log, flushing what is unflushed unless the mode is FR_FLUSH_NONE. No other call
+ * may be running. */
 void fr_log_close(fr_log *log);
 /* Makes every batch written so far durable (one fdatasync shared with concurrent appenders).
  * With FR_FLUSH_INTERVAL, appends flush lazily once the interval has passed; a caller that

@@ -124,7 +124,9 @@ static int truncate_file(fr_log *log, log_segment *seg, int64_t file_size, const
             "%lld bytes",
             log->name, (long long)seg->base, r->why, (long long)r->good_end,
             (long long)(file_size - r->good_end));
-    if (ftruncate(seg->log_fd, (off_t)r->good_end) != 0 || fdatasync(seg->log_fd) != 0)
+    /* Not fsynced: until the next fsync of an append makes the new size durable, a crash
+     * leaves the same bad tail for the next open to cut. */
+    if (ftruncate(seg->log_fd, (off_t)r->good_end) != 0)
         return fr_fail_errno(err, errno, "log %s: truncate segment %020lld to %lld bytes",
                              log->name, (long long)seg->base, (long long)r->good_end);
     return FR_OK;

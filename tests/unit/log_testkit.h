@@ -19,7 +19,7 @@
 /* ---- scratch directories ---------------------------------------------------------------- */
 
 /* A new empty directory for one test; the caller frees the path with free(). */
-static char *lt_tmpdir(const char *name)
+static inline char *lt_tmpdir(const char *name)
 {
     const char *root = getenv("FIRTH_TEST_TMP");
     if (!root || !*root) root = "/tmp";
@@ -31,19 +31,19 @@ static char *lt_tmpdir(const char *name)
     return path;
 }
 
-static void lt_rmdir(char *path)
+static inline void lt_rmdir(char *path)
 {
     fr_error err;
     fr_remove_tree(path, &err);
     free(path);
 }
 
-static void lt_path(char *out, size_t cap, const char *dir, int64_t base, const char *ext)
+static inline void lt_path(char *out, size_t cap, const char *dir, int64_t base, const char *ext)
 {
     snprintf(out, cap, "%s/%020" PRId64 "%s", dir, base, ext);
 }
 
-static int64_t lt_file_size(const char *path)
+static inline int64_t lt_file_size(const char *path)
 {
     struct stat st;
     if (stat(path, &st) != 0) return -1;
@@ -54,7 +54,7 @@ static int64_t lt_file_size(const char *path)
 
 enum { LT_ID, LT_NAME, LT_SCORE, LT_FLAG, LT_AMOUNT, LT_DAY, LT_NCOLS };
 
-static fr_schema *lt_schema(void)
+static inline fr_schema *lt_schema(void)
 {
     fr_field f[LT_NCOLS] = {
         { "id", fr_type_of(FR_T_BIGINT) },      { "name", fr_type_of(FR_T_STRING) },
@@ -68,15 +68,15 @@ static fr_schema *lt_schema(void)
     return s;
 }
 
-static bool lt_name_null(int64_t id) { return id % 7 == 3; }
-static int lt_name(int64_t id, char *out) { return snprintf(out, 32, "name-%" PRId64, id); }
-static double lt_score(int64_t id) { return (double)id * 0.5; }
-static bool lt_flag(int64_t id) { return id % 2 == 1; }
-static fr_i128 lt_amount(int64_t id) { return (fr_i128)id * 100 + 1; }
-static int64_t lt_day(int64_t id) { return id % 1000; }
+static inline bool lt_name_null(int64_t id) { return id % 7 == 3; }
+static inline int lt_name(int64_t id, char *out) { return snprintf(out, 32, "name-%" PRId64, id); }
+static inline double lt_score(int64_t id) { return (double)id * 0.5; }
+static inline bool lt_flag(int64_t id) { return id % 2 == 1; }
+static inline fr_i128 lt_amount(int64_t id) { return (fr_i128)id * 100 + 1; }
+static inline int64_t lt_day(int64_t id) { return id % 1000; }
 
 /* Rows with ids first_id .. first_id + rows - 1. */
-static fr_batch *lt_batch(const fr_schema *s, int64_t first_id, int64_t rows)
+static inline fr_batch *lt_batch(const fr_schema *s, int64_t first_id, int64_t rows)
 {
     fr_builder *bld;
     fr_error err;
@@ -99,7 +99,7 @@ static fr_batch *lt_batch(const fr_schema *s, int64_t first_id, int64_t rows)
 }
 
 /* Encodes rows first_id.. as a record batch appended to out. */
-static void lt_encode(const fr_schema *s, int64_t first_id, int64_t rows, int64_t writer,
+static inline void lt_encode(const fr_schema *s, int64_t first_id, int64_t rows, int64_t writer,
                       int32_t seq, fr_compression codec, const uint8_t *change_types,
                       fr_buf *out)
 {
@@ -113,7 +113,7 @@ static void lt_encode(const fr_schema *s, int64_t first_id, int64_t rows, int64_
 }
 
 /* Appends rows first_id.. and returns fr_log_append's code; *base gets the base offset. */
-static int lt_append_ex(fr_log *log, const fr_schema *s, int64_t first_id, int64_t rows,
+static inline int lt_append_ex(fr_log *log, const fr_schema *s, int64_t first_id, int64_t rows,
                         int64_t writer, int32_t seq, int64_t *base, fr_error *err)
 {
     fr_buf buf;
@@ -124,7 +124,7 @@ static int lt_append_ex(fr_log *log, const fr_schema *s, int64_t first_id, int64
     return rc;
 }
 
-static int64_t lt_append(fr_log *log, const fr_schema *s, int64_t first_id, int64_t rows)
+static inline int64_t lt_append(fr_log *log, const fr_schema *s, int64_t first_id, int64_t rows)
 {
     int64_t base = -1;
     fr_error err;
@@ -147,7 +147,7 @@ typedef struct lt_rows {
     int stop_after;        /* stop after this many batches (0: never) */
 } lt_rows;
 
-static void lt_rows_free(lt_rows *r)
+static inline void lt_rows_free(lt_rows *r)
 {
     free(r->offsets);
     free(r->ids);
@@ -157,7 +157,7 @@ static void lt_rows_free(lt_rows *r)
 }
 
 /* Checks every cell of row `row` of b against the row's id, by column name. */
-static void lt_check_row(const fr_batch *b, int64_t row, int64_t id)
+static inline void lt_check_row(const fr_batch *b, int64_t row, int64_t id)
 {
     const fr_schema *s = fr_batch_schema(b);
     for (int c = 0; c < fr_batch_num_columns(b); c++) {
@@ -186,7 +186,7 @@ static void lt_check_row(const fr_batch *b, int64_t row, int64_t id)
     }
 }
 
-static int lt_collect(void *ctx, fr_batch *b, const int64_t *offsets, const uint8_t *cts,
+static inline int lt_collect(void *ctx, fr_batch *b, const int64_t *offsets, const uint8_t *cts,
                       int64_t commit_ts, fr_error *err)
 {
     lt_rows *r = ctx;
@@ -221,7 +221,7 @@ static int lt_collect(void *ctx, fr_batch *b, const int64_t *offsets, const uint
 }
 
 /* Reads everything from `from` with the given columns and filter. */
-static int lt_read(fr_log *log, const fr_schema *s, int64_t from, const int *cols, int ncols,
+static inline int lt_read(fr_log *log, const fr_schema *s, int64_t from, const int *cols, int ncols,
                    const fr_expr *filter, lt_rows *out, int64_t *next, fr_error *err)
 {
     fr_log_read r = { .from_offset = from, .schema = s, .columns = cols, .ncolumns = ncols,
@@ -232,7 +232,7 @@ static int lt_read(fr_log *log, const fr_schema *s, int64_t from, const int *col
 
 /* Asserts that the whole log from `from` to the end holds ids == offsets (the tests append
  * row ids equal to their offsets unless they say otherwise). */
-static void lt_check_dense(fr_log *log, const fr_schema *s, int64_t from)
+static inline void lt_check_dense(fr_log *log, const fr_schema *s, int64_t from)
 {
     lt_rows rows = { 0 };
     fr_error err;
@@ -250,7 +250,7 @@ static void lt_check_dense(fr_log *log, const fr_schema *s, int64_t from)
 }
 
 /* A bound filter `column op value` over an integer-like column. */
-static fr_expr *lt_filter_int(fr_arena *a, const fr_schema *s, const char *col, fr_expr_op op,
+static inline fr_expr *lt_filter_int(fr_arena *a, const fr_schema *s, const char *col, fr_expr_op op,
                               int64_t value)
 {
     int c = fr_schema_find(s, col);
@@ -263,7 +263,7 @@ static fr_expr *lt_filter_int(fr_arena *a, const fr_schema *s, const char *col, 
     return e;
 }
 
-static fr_log *lt_open(const char *dir, const fr_log_options *o)
+static inline fr_log *lt_open(const char *dir, const fr_log_options *o)
 {
     fr_log *log;
     fr_error err;
