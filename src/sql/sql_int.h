@@ -156,6 +156,7 @@ typedef struct sql_stmt {
     int nitems;
     bool has_from;
     fr_expr *where;
+    sql_pos where_pos; /* the condition's first token */
     int64_t limit; /* -1: none */
     sql_pos limit_pos;
 } sql_stmt;

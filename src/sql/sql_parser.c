@@ -388,7 +388,10 @@ static int p_select(sql_parser *P, sql_stmt *st)
     if (sql_p_accept(P, "FROM")) {
         st->has_from = true;
         FR_TRY(p_table_name(P, &st->table));
-        if (sql_p_accept(P, "WHERE")) FR_TRY(sql_p_expr(P, &st->where));
+        if (sql_p_accept(P, "WHERE")) {
+            st->where_pos = P->cur.pos;
+            FR_TRY(sql_p_expr(P, &st->where));
+        }
     } else {
         for (int i = 0; i < st->nitems; i++)
             if (!st->items[i].expr)

@@ -135,8 +135,9 @@ static int bind_where(const sql_stmt *st, sel_plan *p, fr_error *err)
 {
     if (!st->where) return 0;
     p->where = st->where;
-    sql_pos pos = {p->where->line, p->where->col};
-    if (fr_expr_bind(p->where, p->table_schema, err) < 0) return sql_wrap_at(err, pos);
+    if (fr_expr_bind(p->where, p->table_schema, err) < 0)
+        return sql_wrap_at(err, (sql_pos){p->where->line, p->where->col});
+    sql_pos pos = st->where_pos;
     if (p->where->type.id != FR_T_BOOLEAN) {
         char tn[64];
         fr_type_format(&p->where->type, false, tn, sizeof tn);

@@ -251,7 +251,7 @@ int fr_sql_resolve_table(const fr_sql_session *s, const char *name, char *db, si
     if (rc == 0 && P.cur.kind != SQL_T_EOF) rc = sql_p_expected(&P, "the end of the table name");
     if (rc == 0) rc = P.rc;
     if (rc < 0) {
-        fr_fail(err, FR_EINVAL, "bad table name '%.*s': %s", 64, name ? name : "", e2.msg);
+        rc = fr_fail(err, FR_EINVAL, "bad table name '%.*s': %s", 64, name ? name : "", e2.msg);
     } else {
         const char *d = b.s ? a.s : s->database, *t = b.s ? b.s : a.s;
         if (strlen(d) >= dbcap || strlen(t) >= tcap) {

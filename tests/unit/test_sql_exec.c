@@ -154,10 +154,10 @@ static void test_databases(void **state)
                "error ENOTFOUND: line 1, column 18: database 'nowhere' does not exist");
     assert_run("DROP DATABASE shop",
                "error ESTATE: line 1, column 15: database shop holds 1 table: drop them first or "
-               "use CASCADE");
+               "use DROP DATABASE ... CASCADE");
     assert_run("DROP DATABASE shop RESTRICT",
                "error ESTATE: line 1, column 15: database shop holds 1 table: drop them first or "
-               "use CASCADE");
+               "use DROP DATABASE ... CASCADE");
     assert_run("DROP DATABASE shop CASCADE", "database shop dropped\n");
     assert_run("DROP DATABASE IF EXISTS shop", "database shop does not exist\n");
     assert_run("DROP DATABASE shop", "error ENOTFOUND: line 1, column 15: database shop does not exist");
@@ -216,7 +216,7 @@ static void test_tables(void **state)
 
 static const char *all_types_table =
     "CREATE TABLE every (bo BOOLEAN, ti TINYINT, si SMALLINT, i INT NOT NULL, bi BIGINT,\n"
-    "  f FLOAT, d DOUBLE, de DECIMAL(10, 2), ch CHAR(3), vc VARCHAR(5), s STRING, by BYTES,\n"
+    "  f FLOAT, d DOUBLE, de DECIMAL(10, 2), ch CHAR(3), vc VARCHAR(5), s STRING, byt BYTES,\n"
     "  da DATE, tm TIME(3), ts TIMESTAMP(3), tz TIMESTAMP_LTZ(6))";
 
 static void test_every_type(void **state)
@@ -234,14 +234,14 @@ static void test_every_type(void **state)
                "3 rows inserted\n");
     assert_run("SELECT * FROM every",
                "[bo BOOLEAN, ti TINYINT, si SMALLINT, i INT NOT NULL, bi BIGINT, f FLOAT, "
-               "d DOUBLE, de DECIMAL(10, 2), ch CHAR(3), vc VARCHAR(5), s STRING, by BYTES, "
+               "d DOUBLE, de DECIMAL(10, 2), ch CHAR(3), vc VARCHAR(5), s STRING, byt BYTES, "
                "da DATE, tm TIME(3), ts TIMESTAMP(3), tz TIMESTAMP_LTZ(6)]\n"
-               "true | -128 | 32767 | 1 | 9223372036854775807 | 1.5 | 25000000000 | 12.50 | abc | "
+               "true | -128 | 32767 | 1 | 9223372036854775807 | 1.5 | 2.5E10 | 12.50 | abc | "
                "hé | it's | \\x0a1b | 2026-01-01 | 10:00:00.123 | 2026-01-01 10:00:00.123 | "
                "2026-01-01 10:00:00.123456Z\n"
                "NULL | NULL | NULL | 2 | NULL | NULL | NULL | NULL | NULL | NULL | NULL | NULL | "
                "NULL | NULL | NULL | NULL\n"
-               "false | 7 | -7 | -3 | 2147483648 | -0.25 | 1 | -0.01 | x | "
+               "false | 7 | -7 | -3 | 2147483648 | -0.25 | 1.0 | -0.01 | x | "
                " |  | \\x | 1970-01-01 | 23:59:59.000 | 2026-03-01 00:00:00.000 | "
                "2026-03-01 00:00:00.000000Z\n"
                "end\n");
@@ -273,7 +273,7 @@ static void test_insert_errors(void **state)
                "'a' (use CAST)");
     assert_run("INSERT INTO t VALUES (1, 2, 'a', 'someday', 1)",
                "error EINVAL: line 1, column 34: value 'someday' cannot be converted to DATE for "
-               "column 'd': cannot parse 'someday' as DATE");
+               "column 'd': 'someday' is not a valid DATE: expected yyyy-mm-dd");
     assert_run("INSERT INTO t VALUES (1, 2, 'a', NULL, 123.456)",
                "error ERANGE: line 1, column 40: value 123.456 is out of range for DECIMAL(4, 2) "
                "column 'e'");
@@ -342,7 +342,7 @@ static void test_where(void **state)
     assert_run("SELECT id FROM orders WHERE name LIKE 'ev%' AND id >= 30 AND qty <> 0",
                "[id BIGINT NOT NULL]\n32\n34\n36\n38\nend\n");
     assert_run("SELECT id FROM orders WHERE name NOT LIKE '%d' AND id < 10",
-               "[id BIGINT NOT NULL]\n1\n3\n5\n9\nend\n");
+               "[id BIGINT NOT NULL]\n2\n4\n6\n8\nend\n");
     assert_run("SELECT id FROM orders WHERE amount > 35.5",
                "[id BIGINT NOT NULL]\n36\n37\n38\n39\nend\n");
     assert_run("SELECT id FROM orders WHERE ts = TIMESTAMP '2026-01-01 00:00:04'",
@@ -352,7 +352,7 @@ static void test_where(void **state)
     assert_run("SELECT id FROM orders WHERE id % 13 = 0 AND id != 0",
                "[id BIGINT NOT NULL]\n13\n26\n39\nend\n");
     assert_run("SELECT id FROM orders WHERE id = -1", "[id BIGINT NOT NULL]\nend\n");
-    assert_run("SELECT id FROM orders WHERE qty IS NOT NULL AND id * 2 + 1 = 9 OR id || '' = '12'",
+    assert_run("SELECT id FROM orders WHERE qty IS NOT NULL AND id * 2 + 1 = 9 OR CAST(id AS STRING) || '' = '12'",
                "[id BIGINT NOT NULL]\n4\n12\nend\n");
     /* Errors in WHERE. */
     assert_run("SELECT id FROM orders WHERE nope = 1",
@@ -407,7 +407,7 @@ static void test_select_expressions(void **state)
     setup_orders(1, 3);
     assert_run("SELECT name, id, amount * 2 AS twice, id + qty, `ID` FROM orders",
                "[name STRING, id BIGINT NOT NULL, twice DECIMAL(21, 2), id + qty BIGINT, "
-               "ID$1 BIGINT NOT NULL]\n"
+               "id$1 BIGINT NOT NULL]\n"
                "NULL | 0 | 0.00 | 0 | 0\n"
                "odd | 1 | 2.02 | 2 | 1\n"
                "even | 2 | 4.04 | 4 | 2\n"
@@ -435,7 +435,7 @@ static void test_select_constants(void **state)
                "[1 + 2 BIGINT NOT NULL, ab STRING NOT NULL, 12.50 DECIMAL(4, 2) NOT NULL, "
                "1.5e3 DOUBLE NOT NULL, NULL IS NULL BOOLEAN NOT NULL, X'0A' BYTES NOT NULL, "
                "DATE '2026-01-01' + 1 DATE NOT NULL]\n"
-               "3 | ab | 12.50 | 1500 | true | \\x0a | 2026-01-02\nend\n");
+               "3 | ab | 12.50 | 1500.0 | true | \\x0a | 2026-01-02\nend\n");
     assert_run("SELECT 1 LIMIT 0", "[1 INT NOT NULL]\nend\n");
     assert_run("SELECT x", "error ENOTFOUND: line 1, column 8: unknown column 'x'");
     assert_run("SELECT 1, 1", "[1 INT NOT NULL, 1$1 INT NOT NULL]\n1 | 1\nend\n");
