@@ -6,6 +6,7 @@
  * attach logs to the wrong table. */
 #include "engine/engine_int.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -263,15 +264,13 @@ static int load_table(loader *l, json_t *t)
     return FR_OK;
 }
 
-int fr_catalog_load(fr_engine *e, const char *path, fr_error *err)
+int fr_catalog_parse(fr_engine *e, const char *path, const uint8_t *data, size_t len,
+                     fr_error *err)
 {
-    uint8_t *data = NULL;
-    size_t len = 0;
-    FR_TRY(fr_read_file(path, FR_CATALOG_BYTES_MAX, &data, &len, err));
+    assert(e->ndbs == 0 && e->ntables == 0);
     loader l = {.path = path, .e = e, .err = err};
     json_error_t jerr;
     json_t *root = json_loadb((const char *)data, len, JSON_REJECT_DUPLICATES, &jerr);
-    fr_free(data);
     if (!root)
         return fr_fail(err, FR_EINVAL, "%s does not parse as JSON (line %d: %s); fix the file "
                        "or restore it from a backup", path, jerr.line, jerr.text);
@@ -301,5 +300,27 @@ int fr_catalog_load(fr_engine *e, const char *path, fr_error *err)
         FR_GOTO(load_table(&l, json_array_get(tables, i)));
 fail:
     json_decref(root);
+    if (rc < 0) fr_catalog_clear(e);
     return rc;
+}
+
+int fr_catalog_load(fr_engine *e, const char *path, fr_error *err)
+{
+    uint8_t *data = NULL;
+    size_t len = 0;
+    FR_TRY(fr_read_file(path, FR_CATALOG_BYTES_MAX, &data, &len, err));
+    int rc = fr_catalog_parse(e, path, data, len, err);
+    fr_free(data);
+    return rc;
+}
+
+void fr_catalog_clear(fr_engine *e)
+{
+    for (int i = 0; i < e->ntables; i++) fr_table_release(e->tables[i]);
+    fr_free(e->tables);
+    for (int i = 0; i < e->ndbs; i++) fr_free(e->dbs[i].name);
+    fr_free(e->dbs);
+    e->tables = NULL;
+    e->dbs = NULL;
+    e->ntables = e->ndbs = 0;
 }

@@ -258,14 +258,10 @@ void fr_engine_close(fr_engine *e)
         pthread_mutex_unlock(&e->stop_mu);
         pthread_join(e->retention_thread, NULL);
     }
-    for (int i = 0; i < e->ntables; i++) {
+    for (int i = 0; i < e->ntables; i++)
         if (atomic_load(&e->tables[i]->refs) > 1)
             FR_WARN("closing the engine while table %s is still held", e->tables[i]->qname);
-        fr_table_release(e->tables[i]);
-    }
-    fr_free(e->tables);
-    for (int i = 0; i < e->ndbs; i++) fr_free(e->dbs[i].name);
-    fr_free(e->dbs);
+    fr_catalog_clear(e);
     if (e->lock_fd >= 0) close(e->lock_fd);
     pthread_mutex_destroy(&e->mu);
     pthread_mutex_destroy(&e->stop_mu);

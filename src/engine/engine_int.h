@@ -96,6 +96,13 @@ struct fr_engine {
  * shared). */
 int fr_catalog_load(fr_engine *e, const char *path, fr_error *err);
 int fr_catalog_save(fr_engine *e, fr_error *err);
+/* Loads the catalog from the bytes of a catalog file (path names it in messages) into an
+ * engine whose catalog is empty; on failure the catalog is left empty. The fuzz target's
+ * entry point: it touches no file. */
+int fr_catalog_parse(fr_engine *e, const char *path, const uint8_t *data, size_t len,
+                     fr_error *err);
+/* Releases the catalog's tables and databases (not their files). */
+void fr_catalog_clear(fr_engine *e);
 
 /* Names of databases and tables: checks and lower-cases into out (FR_NAME_BYTES_MAX + 1). */
 int fr_name_normalize(const char *what, const char *name, char *out, fr_error *err);
