@@ -373,7 +373,7 @@ static int fr_cdata_import_column(fr_batch *b, int col, const struct ArrowArray 
     FR_TRY(fr_batch_own(b, raw, err));
     for (int64_t i = 0; i <= rows; i++) copy[i] = o[i] - o[0];
     c->offsets = copy;
-    c->values = values + o[0];
+    c->values = values ? values + o[0] : NULL; /* no data buffer: every string is empty */
     return 0;
 }
 

@@ -12,18 +12,25 @@ int fr_ipc_project(const uint8_t *p, size_t n, const fr_schema *schema, const in
     int nfields = fr_schema_num_fields(schema);
     FR_CHECK(ncols >= 0 && ncols <= nfields, FR_EINVAL, err,
              "projection of %d columns from a schema of %d", ncols, nfields);
-    /* first[i]: index of column i's first buffer in the message. */
+    /* first[i]: index of column i's first buffer in the message; seen[i]: column i chosen. */
     int *first = fr_malloc(((size_t)nfields + 1) * sizeof *first);
-    if (!first) return fr_fail(err, FR_ENOMEM, "out of memory projecting a record batch");
+    uint8_t *seen = fr_calloc((size_t)nfields + 1, 1);
+    if (!first || !seen) {
+        fr_free(first);
+        fr_free(seen);
+        return fr_fail(err, FR_ENOMEM, "out of memory projecting a record batch");
+    }
     first[0] = 0;
     for (int i = 0; i < nfields; i++) first[i + 1] = first[i] + fr_arrow_nbuffers(&fr_schema_field(schema, i)->type);
     size_t start = out->len, nodes_at, buffers_at, body_length_at;
     int rc = 0, nbuffers = 0;
     for (int j = 0; j < ncols; j++) {
-        if (cols[j] < 0 || cols[j] >= nfields) {
-            rc = fr_fail(err, FR_EINVAL, "projection names column %d of a schema of %d", cols[j], nfields);
+        if (cols[j] < 0 || cols[j] >= nfields || seen[cols[j]]) {
+            rc = fr_fail(err, FR_EINVAL, "projection names column %d %s", cols[j],
+                         cols[j] < 0 || cols[j] >= nfields ? "outside the schema" : "twice");
             goto fail;
         }
+        seen[cols[j]] = 1;
         nbuffers += first[cols[j] + 1] - first[cols[j]];
     }
     FR_GOTO(fr_ipc_write_batch_header(out, m.rows, NULL, ncols, NULL, nbuffers, 0, m.codec, &nodes_at,
@@ -50,9 +57,11 @@ int fr_ipc_project(const uint8_t *p, size_t n, const fr_schema *schema, const in
     }
     fr_put_u64le(out->data + body_length_at, (uint64_t)(out->len - body_at));
     fr_free(first);
+    fr_free(seen);
     return 0;
 fail:
     out->len = start;
     fr_free(first);
+    fr_free(seen);
     return rc;
 }

@@ -242,8 +242,11 @@ static void test_project(void **state)
             fr_batch_free(expect);
             fr_schema_free(ps);
         }
-        int bad = 30;
+        int bad = 30, twice[2] = {4, 4};
+        size_t before = proj.len;
         assert_int_equal(fr_ipc_project(whole.data, whole.len, s, &bad, 1, &proj, &err), FR_EINVAL);
+        assert_int_equal(fr_ipc_project(whole.data, whole.len, s, twice, 2, &proj, &err), FR_EINVAL);
+        assert_int_equal(proj.len, before);
     }
     fr_buf_free(&whole);
     fr_buf_free(&proj);
