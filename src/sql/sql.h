@@ -1,11 +1,13 @@
 /* sql.h — firth's SQL: lexer, parser, planner and a vectorized executor over Arrow batches.
  * It runs next to the engine (in the server, or in-process when embedded), never in a
- * remote client.
+ * remote client. docs/SQL.md is the reference of the dialect.
  *
  * Statements (this layer grows with the project): CREATE DATABASE [IF NOT EXISTS] d;
- * CREATE TABLE [IF NOT EXISTS] [d.]t (col TYPE [NOT NULL], ...) [WITH ('k'='v', ...)];
- * DROP DATABASE|TABLE [IF EXISTS] x; SHOW DATABASES; SHOW TABLES [FROM d]; DESCRIBE t;
- * USE d; INSERT INTO t [(cols)] VALUES (...), ...; SELECT cols|* FROM t [WHERE e] [LIMIT n].
+ * CREATE TABLE [IF NOT EXISTS] [d.]t (col TYPE [NOT NULL] [COMMENT 'c'], ...) [WITH ('k'='v',
+ * ...)] (PRIMARY KEY and PARTITIONED BY parse but are FR_EUNSUPPORTED for now);
+ * DROP DATABASE [IF EXISTS] d [CASCADE|RESTRICT]; DROP TABLE [IF EXISTS] t; SHOW DATABASES;
+ * SHOW TABLES [FROM d]; SHOW CREATE TABLE t; DESCRIBE|DESC t; USE d;
+ * INSERT INTO t [(cols)] VALUES (...), ...; SELECT items [FROM t [WHERE e]] [LIMIT n].
  * Several statements are separated by ';'.
  *
  * Errors of a statement carry its position: "line 3, column 14: unknown column 'x'". */
@@ -37,15 +39,22 @@ typedef struct fr_sql_sink {
     int (*end)(void *ctx, const char *message, fr_error *err);
 } fr_sql_sink;
 
-/* Parses and executes every statement of text in order, stopping at the first error. */
+/* Parses the whole text (a syntax error anywhere runs nothing), then executes its
+ * statements in order, stopping at the first error (statements before it stay done) or
+ * when a sink callback returns non-zero: a negative return is an error (the callback sets
+ * err, or gets a generic message), a positive one stops quietly and returns 0. The sink
+ * may be NULL, and so may any of its callbacks. */
 int fr_sql_execute(fr_sql_session *s, const char *text, size_t len, const fr_sql_sink *sink,
                    fr_error *err);
 
-/* Parses one expression (as in WHERE) and binds it to schema. The tree lives in arena. */
+/* Parses one expression (as in WHERE) and binds it to schema. The tree lives in arena.
+ * Errors start with the position in text ("line 1, column 5: ..."). */
 int fr_sql_parse_expr(const char *text, size_t len, const fr_schema *schema, fr_arena *arena,
                       fr_expr **out, fr_error *err);
 
-/* Splits "db.t" or "t" (with the session's database) into its parts, checking the names. */
+/* Splits "db.t" or "t" (with the session's database) into its parts, checking the names:
+ * bare names are lower-cased, `quoted` ones unquoted. FR_EINVAL for a malformed name,
+ * FR_ELIMIT when a part does not fit its buffer. */
 int fr_sql_resolve_table(const fr_sql_session *s, const char *name, char *db, size_t dbcap,
                          char *table, size_t tcap, fr_error *err);
 

@@ -228,7 +228,7 @@ struct fr_sql_session {
     char database[FR_NAME_BYTES_MAX + 1];
 };
 
-/* Runs one parsed statement. text is the whole text (for nothing but messages). */
+/* Run one parsed statement each (DDL: everything but INSERT and SELECT). */
 int sql_exec_ddl(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
                  fr_error *err);
 int sql_exec_insert(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,

@@ -690,6 +690,31 @@ static void test_clone(void **state)
     fr_buf_free(&b2);
 }
 
+/* Every allocation of a parse may fail: the parse then fails cleanly with FR_ENOMEM. */
+static void test_alloc_failures(void **state)
+{
+    (void)state;
+    const char *text =
+        "CREATE TABLE IF NOT EXISTS db.t (a INT NOT NULL, b STRING COMMENT 'x', "
+        "PRIMARY KEY (a) NOT ENFORCED) WITH ('bucket.num' = '4');\n"
+        "INSERT INTO t (a, b) VALUES (1, 'x'), (2, 'it''s'), (3, X'0a');\n"
+        "SELECT a, b AS c, a + 1 FROM t WHERE a IN (1, 2) OR b LIKE 'x%' AND NOT a BETWEEN 1 "
+        "AND 2 LIMIT 3";
+    int failures = 0;
+    for (long n = 1;; n++) {
+        fr_error err = {0};
+        fr_alloc_fail_after(n);
+        int rc = fr_sql_parse_only(text, strlen(text), &err);
+        fr_alloc_fail_after(0);
+        if (rc == 0) break;
+        assert_int_equal(rc, FR_ENOMEM);
+        assert_int_equal(err.code, FR_ENOMEM);
+        failures++;
+        assert_true(n < 10000);
+    }
+    assert_true(failures > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -709,6 +734,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_depth_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,1 @@
+ss IS NOT NULL AND `M[ÿÿ+++++ DSÿÿÿ` <> 3 AND ENDpby = X'00000000000001faaaaaaaaSELECTaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaf000000ff000000ff'01faaaaaaaaaaaaaaaaagaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
