@@ -222,8 +222,11 @@ int fr_batch_project(const fr_batch *b, const int *cols, int ncols, fr_batch **o
     fr_schema_free(s);
     FR_TRY(rc);
     for (int i = 0; i < ncols; i++) p->cols[i] = b->cols[cols[i]];
-    /* Batches are immutable, so the projection shares the columns' memory. */
-    p->parent = fr_batch_ref(b);
+    /* Batches are immutable, so the projection shares the columns' memory. A projection of a
+     * projection refers to the batch that owns the memory, so chains stay one link long. */
+    const fr_batch *owner = b;
+    while (owner->parent && owner->nowned == 0 && !owner->imported.release) owner = owner->parent;
+    p->parent = fr_batch_ref(owner);
     *out = p;
     return 0;
 }

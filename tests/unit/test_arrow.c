@@ -226,7 +226,16 @@ static void test_project_filter_slice(void **state)
     fr_batch_free(b); /* the projection keeps the shared memory alive */
     b = NULL;
     assert_int_equal(tu_check(p, &m, cols, 5, NULL), 0);
+    /* A projection of a projection, outliving both. */
+    int again[] = {4, 2};
+    int again_model[] = {3, 7};
+    fr_batch *pp;
+    assert_int_equal(fr_batch_project(p, again, 2, &pp, &err), 0);
+    fr_batch_free(p);
+    assert_int_equal(tu_check(pp, &m, again_model, 2, NULL), 0);
+    fr_batch_free(pp);
     b = tu_build(s, &m);
+    assert_int_equal(fr_batch_project(b, cols, 5, &p, &err), 0);
 
     uint8_t keep[(333 + 7) / 8];
     for (int pattern = 0; pattern < 4; pattern++) {
