@@ -107,6 +107,10 @@ void fr_catalog_clear(fr_engine *e);
 /* Names of databases and tables: checks and lower-cases into out (FR_NAME_BYTES_MAX + 1). */
 int fr_name_normalize(const char *what, const char *name, char *out, fr_error *err);
 
+/* A new batch of rows[0..n) of b, in that order (engine_take.c). */
+int fr_engine_take(const fr_batch *b, const int64_t *rows, int64_t n, fr_batch **out,
+                   fr_error *err);
+
 /* Appends the canonical bytes of row's key values (engine_write.c; the layout is in the
  * comment at its top and in docs/ENGINE.md). */
 int fr_bucket_key_bytes(const fr_batch *b, const int *key, int nkey, int64_t row, fr_buf *out,

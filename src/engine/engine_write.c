@@ -168,8 +168,9 @@ static int append_one_bucket(fr_table *t, int bucket, const fr_batch *b, int64_t
     return FR_OK;
 }
 
-/* Splits b by the bucket of each row (buckets[row]) and appends each part. Rows are
- * grouped with a counting sort so that building every part's bitmap costs its own rows. */
+/* Splits b by the bucket of each row (buckets[row]) and appends each part. A counting
+ * sort groups the row numbers by bucket (keeping their order), so each part is gathered
+ * from its own rows. */
 static int append_split(fr_table *t, const fr_batch *b, const int32_t *buckets,
                         int64_t writer_id, int32_t seq, int64_t *appended, fr_error *err)
 {
@@ -177,9 +178,8 @@ static int append_split(fr_table *t, const fr_batch *b, const int32_t *buckets,
     int64_t rows = fr_batch_num_rows(b);
     int64_t *start = fr_calloc((size_t)nb + 1, sizeof *start);
     int64_t *order = fr_malloc((size_t)rows * sizeof *order);
-    uint8_t *keep = fr_calloc((size_t)(rows + 7) / 8, 1);
     int rc = FR_OK;
-    if (!start || !order || !keep) {
+    if (!start || !order) {
         rc = fr_fail(err, FR_ENOMEM, "out of memory splitting a batch of %" PRId64 " rows",
                      rows);
         goto fail;
@@ -191,10 +191,8 @@ static int append_split(fr_table *t, const fr_batch *b, const int32_t *buckets,
     for (int k = 0; k < nb; k++) {
         int64_t from = k == 0 ? 0 : start[k - 1], to = start[k];
         if (from == to) continue;
-        for (int64_t i = from; i < to; i++) keep[order[i] >> 3] |= (uint8_t)(1u << (order[i] & 7));
         fr_batch *part = NULL;
-        rc = fr_batch_filter(b, keep, &part, err);
-        for (int64_t i = from; i < to; i++) keep[order[i] >> 3] = 0;
+        rc = fr_engine_take(b, order + from, to - from, &part, err);
         if (rc == FR_OK) rc = append_one_bucket(t, k, part, writer_id, seq, appended, err);
         fr_batch_free(part);
         if (rc < 0) goto fail;
@@ -202,7 +200,6 @@ static int append_split(fr_table *t, const fr_batch *b, const int32_t *buckets,
 fail:
     fr_free(start);
     fr_free(order);
-    fr_free(keep);
     return rc;
 }
 
