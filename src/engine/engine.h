@@ -160,7 +160,9 @@ typedef int (*fr_scan_fn)(void *ctx, int bucket, fr_batch *batch, const int64_t 
  * position to each bucket's current end. */
 int fr_table_scan(fr_table *t, const fr_scan_spec *spec, fr_scan_fn fn, void *ctx,
                   fr_error *err);
-/* The log of one bucket (owned by the table; lives as long as the handle). */
+/* The log of one bucket, opened on first use (owned by the table; lives as long as the
+ * handle). NULL when the bucket is out of range or its log fails to open (the reason is
+ * logged as a warning). */
 fr_log *fr_table_log(fr_table *t, int bucket);
 
 /* Runs retention on every table now (the server also runs it on a timer). */
