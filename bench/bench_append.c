@@ -30,6 +30,7 @@ extern char **environ;
 
 #define AP_CODECS_MAX 3
 #define AP_TARGET_RATIO 0.60
+#define AP_ENCODE_NS 300000000 /* CPU time spent measuring encoding alone, per codec */
 
 typedef struct ap_config {
     const char *dir;
@@ -271,6 +272,32 @@ static int ap_run_fsync_chunks(const ap_config *cfg, size_t chunk, double *mb_s,
     return 0;
 }
 
+/* Encoding alone, on this thread: logical MB per CPU-second of fr_rb_encode with codec,
+ * the work each append does before it reaches the log. Measured in CPU time, so it says
+ * what one core can feed the log even when other work shares the machine. */
+static int ap_encode_rate(fr_batch *const *batches, int nbatches, const char *codec,
+                          double *mb_per_cpu_s, fr_error *err)
+{
+    fr_compression comp;
+    FR_TRY(fr_compression_parse(codec, &comp, err));
+    fr_rb_params p = {.schema_id = 0, .compression = comp, .writer_id = FR_NO_WRITER,
+                      .batch_sequence = -1, .change_types = NULL};
+    fr_buf out;
+    fr_buf_init(&out);
+    int64_t bytes = 0, used = 0, c0 = bk_thread_cpu_ns();
+    int rc = 0;
+    for (int i = 0; used < AP_ENCODE_NS && rc == 0; i++) {
+        fr_buf_reset(&out);
+        rc = fr_rb_encode(batches[i % nbatches], &p, &out, err);
+        bytes += bk_batch_logical_bytes(batches[i % nbatches], NULL, 0);
+        used = bk_thread_cpu_ns() - c0;
+    }
+    fr_buf_free(&out);
+    FR_TRY(rc);
+    *mb_per_cpu_s = (double)bytes / ((double)used / 1e9) / 1e6;
+    return 0;
+}
+
 static void ap_usage(void)
 {
     fprintf(stderr,
@@ -341,11 +368,12 @@ fail:
 }
 
 /* The medians of one codec's runs, as JSON, and its physical MB/s for the verdict. */
-static json_t *ap_codec_json(const char *codec, const ap_result *r, int reps, double *phys_med)
+static json_t *ap_codec_json(const char *codec, const ap_result *r, int reps, double encode,
+                             double *phys_med)
 {
     double rows_s[BK_REPS_MAX], log_mb[BK_REPS_MAX], phys_mb[BK_REPS_MAX], disk_mb[BK_REPS_MAX];
     double p50[BK_REPS_MAX], p99[BK_REPS_MAX], ratio[BK_REPS_MAX], cores[BK_REPS_MAX];
-    double per_fsync[BK_REPS_MAX];
+    double per_fsync[BK_REPS_MAX], per_cpu[BK_REPS_MAX];
     json_t *each = json_array();
     for (int i = 0; i < reps; i++) {
         rows_s[i] = (double)r[i].rows / r[i].seconds;
@@ -354,6 +382,7 @@ static json_t *ap_codec_json(const char *codec, const ap_result *r, int reps, do
         disk_mb[i] = (double)r[i].disk_bytes / r[i].seconds / 1e6;
         ratio[i] = (double)r[i].log_bytes / (double)r[i].logical_bytes;
         cores[i] = r[i].cpu_seconds / r[i].seconds;
+        per_cpu[i] = (double)r[i].logical_bytes / r[i].cpu_seconds / 1e6;
         per_fsync[i] = r[i].fsyncs > 0 ? (double)r[i].appends / (double)r[i].fsyncs : 0;
         p50[i] = r[i].ack_p50_ms;
         p99[i] = r[i].ack_p99_ms;
@@ -364,11 +393,13 @@ static json_t *ap_codec_json(const char *codec, const ap_result *r, int reps, do
             "fsyncs", (json_int_t)r[i].fsyncs, "ack_p50_ms", p50[i], "ack_p99_ms", p99[i]));
     }
     *phys_med = bk_median(phys_mb, reps);
-    return json_pack("{s:s, s:o, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}}", "compression", codec,
+    return json_pack("{s:s, s:f, s:o, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}}",
+                     "compression", codec, "encode_only_logical_mb_per_cpu_s", encode,
                      "reps", each, "median", "rows_per_s", bk_median(rows_s, reps),
                      "logical_mb_per_s", bk_median(log_mb, reps), "physical_mb_per_s", *phys_med,
                      "disk_mb_per_s", bk_median(disk_mb, reps), "log_bytes_per_logical_byte",
                      bk_median(ratio, reps), "cpu_cores", bk_median(cores, reps),
+                     "logical_mb_per_cpu_s", bk_median(per_cpu, reps),
                      "appends_per_fsync", bk_median(per_fsync, reps), "ack_p50_ms",
                      bk_median(p50, reps), "ack_p99_ms", bk_median(p99, reps));
 }
@@ -379,7 +410,8 @@ static void ap_print_codec(json_t *run, double dd_med)
     double phys = json_real_value(json_object_get(m, "physical_mb_per_s"));
     printf("  firth %-5s %10.0f rows/s  %7.1f MB/s logical  %7.1f MB/s physical (%.2f of "
            "logical)  %5.1f%% of dd\n"
-           "               ack p50 %.1f ms p99 %.1f ms, %.2f appends per fsync, %.2f cores busy\n",
+           "               ack p50 %.1f ms p99 %.1f ms, %.2f appends per fsync, %.2f cores busy\n"
+           "               CPU: %.0f logical MB per CPU-second (encoding alone: %.0f)\n",
            json_string_value(json_object_get(run, "compression")),
            json_real_value(json_object_get(m, "rows_per_s")),
            json_real_value(json_object_get(m, "logical_mb_per_s")), phys,
@@ -388,7 +420,9 @@ static void ap_print_codec(json_t *run, double dd_med)
            json_real_value(json_object_get(m, "ack_p50_ms")),
            json_real_value(json_object_get(m, "ack_p99_ms")),
            json_real_value(json_object_get(m, "appends_per_fsync")),
-           json_real_value(json_object_get(m, "cpu_cores")));
+           json_real_value(json_object_get(m, "cpu_cores")),
+           json_real_value(json_object_get(m, "logical_mb_per_cpu_s")),
+           json_real_value(json_object_get(run, "encode_only_logical_mb_per_cpu_s")));
 }
 
 /* All repetitions: dd, the chunked-fsync reference, then firth with each codec. */
@@ -435,9 +469,9 @@ static json_t *ap_disk_json(const ap_config *cfg, double *dd, char (*dd_rate)[32
                      bk_median(chunks, (int)cfg->reps));
 }
 
-static int ap_report(const ap_config *cfg, int64_t batch_logical, double *dd,
-                     char (*dd_rate)[32], double *chunks, ap_result (*res)[BK_REPS_MAX],
-                     fr_error *err)
+static int ap_report(const ap_config *cfg, int64_t batch_logical, const double *encode,
+                     double *dd, char (*dd_rate)[32], double *chunks,
+                     ap_result (*res)[BK_REPS_MAX], fr_error *err)
 {
     double dd_med = 0;
     json_t *runs = json_array(), *targets = json_array();
@@ -449,7 +483,7 @@ static int ap_report(const ap_config *cfg, int64_t batch_logical, double *dd,
                json_real_value(json_object_get(disk, "fsync_per_batch_mb_per_s_median")));
     for (int c = 0; c < cfg->ncodecs; c++) {
         double phys = 0;
-        json_t *run = ap_codec_json(cfg->codecs[c], res[c], (int)cfg->reps, &phys);
+        json_t *run = ap_codec_json(cfg->codecs[c], res[c], (int)cfg->reps, encode[c], &phys);
         ap_print_codec(run, dd_med);
         json_array_append_new(runs, run);
         if (cfg->skip_disk) continue;
@@ -478,7 +512,7 @@ int main(int argc, char **argv)
     fr_error err = {0};
     fr_batch *batches[64] = {0};
     static ap_result res[AP_CODECS_MAX][BK_REPS_MAX];
-    double dd[BK_REPS_MAX] = {0}, chunks[BK_REPS_MAX] = {0};
+    double dd[BK_REPS_MAX] = {0}, chunks[BK_REPS_MAX] = {0}, encode[AP_CODECS_MAX] = {0};
     char dd_rate[BK_REPS_MAX][32] = {{0}};
     int64_t batch_logical = 0;
     int rc;
@@ -494,8 +528,10 @@ int main(int argc, char **argv)
            "%lld MiB per run, 1 bucket, fsync per append\n", BK_COLUMNS,
            (long long)(batch_logical / cfg.batch_rows), (long long)cfg.writers,
            (long long)cfg.batch_rows, (long long)cfg.mb);
+    for (int c = 0; c < cfg.ncodecs; c++)
+        FR_GOTO(ap_encode_rate(batches, (int)cfg.writers, cfg.codecs[c], &encode[c], &err));
     FR_GOTO(ap_run_reps(&cfg, batches, batch_logical, dd, dd_rate, chunks, res, &err));
-    FR_GOTO(ap_report(&cfg, batch_logical, dd, dd_rate, chunks, res, &err));
+    FR_GOTO(ap_report(&cfg, batch_logical, encode, dd, dd_rate, chunks, res, &err));
 fail:
     for (int i = 0; i < 64; i++)
         if (batches[i]) fr_batch_free(batches[i]);

@@ -128,6 +128,13 @@ int64_t bk_cpu_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+int64_t bk_thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static int bk_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

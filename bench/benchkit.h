@@ -48,6 +48,8 @@ int bk_table_create(fr_engine *e, const char *name, const fr_schema *schema,
 /* CPU time used by the whole process (every thread), in nanoseconds. Printed beside wall
  * time because on a busy machine CPU time varies less than wall time does. */
 int64_t bk_cpu_ns(void);
+/* CPU time used by the calling thread, in nanoseconds. */
+int64_t bk_thread_cpu_ns(void);
 
 /* The median of n values (n >= 1); sorts v in place. */
 double bk_median(double *v, int n);

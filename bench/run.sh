@@ -16,11 +16,15 @@ BIN=$BUILD/bin
 OUT=$BUILD/bench
 TMP=$OUT/tmp
 
-cmake --build "$BUILD" --target bench_append bench_projection bench_report -j "${JOBS:-2}" \
-    >/dev/null || { echo "bench: building the benchmarks in $BUILD failed" >&2; exit 1; }
-
 rm -rf "$TMP"
 mkdir -p "$TMP"
+if ! cmake --build "$BUILD" --target bench_append bench_projection bench_report \
+    -j "${JOBS:-2}" >"$TMP/build.log" 2>&1; then
+    cat "$TMP/build.log" >&2
+    echo "bench: building the benchmarks in $BUILD failed" >&2
+    rm -rf "$TMP"
+    exit 1
+fi
 trap 'rm -rf "$TMP"' EXIT
 rm -f "$OUT/append.json" "$OUT/projection.json" "$OUT/summary.json"
 
