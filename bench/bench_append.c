@@ -135,8 +135,9 @@ static int ap_run_writers(ap_shared *sh, int writers, double *seconds, double *c
 }
 
 /* One timed run of firth into a fresh data dir, which is removed afterwards. */
-static int ap_run_firth(const ap_config *cfg, const char *codec, int rep, fr_batch *const *batches,
-                        int64_t batch_logical, ap_result *res, fr_error *err)
+static int ap_run_firth(const ap_config *cfg, const char *codec, int rep,
+                        fr_batch *const *batches, int64_t batch_logical, ap_result *res,
+                        fr_error *err)
 {
     char data_dir[4096], log_dir[4096], name[64];
     snprintf(name, sizeof name, "append-%s-%d", codec, rep);
@@ -157,9 +158,11 @@ static int ap_run_firth(const ap_config *cfg, const char *codec, int rep, fr_bat
     int64_t fsyncs0 = fr_log_fsync_count(fr_table_log(t, 0));
     FR_GOTO(ap_run_writers(&sh, (int)cfg->writers, &res->seconds, &res->cpu_seconds, err));
     res->rows = atomic_load(&sh.rows_appended);
-    FR_CHECK(res->rows == sh.appends * cfg->batch_rows, FR_ESTATE, err,
-             "the table acknowledged %lld rows, expected %lld", (long long)res->rows,
-             (long long)(sh.appends * cfg->batch_rows));
+    if (res->rows != sh.appends * cfg->batch_rows) {
+        rc = fr_fail(err, FR_ESTATE, "the table acknowledged %lld rows, expected %lld",
+                     (long long)res->rows, (long long)(sh.appends * cfg->batch_rows));
+        goto fail;
+    }
     res->logical_bytes = sh.appends * batch_logical;
     res->appends = sh.appends;
     res->fsyncs = fr_log_fsync_count(fr_table_log(t, 0)) - fsyncs0;
@@ -260,7 +263,8 @@ static int ap_run_fsync_chunks(const ap_config *cfg, size_t chunk, double *mb_s,
     int rc = 0;
     while (done < total && rc == 0) {
         ssize_t n = write(fd, buf, chunk);
-        if (n != (ssize_t)chunk || fdatasync(fd) != 0) rc = fr_fail_errno(err, errno, "write %s", file);
+        if (n != (ssize_t)chunk || fdatasync(fd) != 0)
+            rc = fr_fail_errno(err, errno, "write %s", file);
         done += (int64_t)chunk;
     }
     double secs = (double)(fr_monotonic_ns() - t0) / 1e9;
@@ -387,7 +391,8 @@ static json_t *ap_codec_json(const char *codec, const ap_result *r, int reps, do
         p50[i] = r[i].ack_p50_ms;
         p99[i] = r[i].ack_p99_ms;
         json_array_append_new(each, json_pack("{s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}",
-            "seconds", r[i].seconds, "cpu_seconds", r[i].cpu_seconds, "rows", (json_int_t)r[i].rows, "logical_bytes",
+            "seconds", r[i].seconds, "cpu_seconds", r[i].cpu_seconds, "rows",
+            (json_int_t)r[i].rows, "logical_bytes",
             (json_int_t)r[i].logical_bytes, "log_bytes", (json_int_t)r[i].log_bytes,
             "disk_bytes", (json_int_t)r[i].disk_bytes, "appends", (json_int_t)r[i].appends,
             "fsyncs", (json_int_t)r[i].fsyncs, "ack_p50_ms", p50[i], "ack_p99_ms", p99[i]));

@@ -120,7 +120,8 @@ static int pj_load(const pj_config *cfg, fr_table *t, int64_t *col_bytes, fr_err
         }
         int64_t appended = 0;
         FR_GOTO(fr_table_append(t, batches[k], FR_NO_WRITER, -1, &appended, err));
-        for (int c = 0; c < BK_COLUMNS; c++) col_bytes[c] += bk_batch_logical_bytes(batches[k], &c, 1);
+        for (int c = 0; c < BK_COLUMNS; c++)
+            col_bytes[c] += bk_batch_logical_bytes(batches[k], &c, 1);
         done += n;
     }
 fail:
@@ -257,7 +258,8 @@ static void pj_usage(void)
 {
     fprintf(stderr,
             "usage: bench_projection --dir SCRATCH_DIR [--out FILE.json] [--rows N] [--reps N]\n"
-            "                        [--batch-rows N] [--seed N] [--codec NAME]... [--api table|log]\n"
+            "                        [--batch-rows N] [--seed N] [--codec NAME]...\n"
+            "                        [--api table|log]\n"
             "  Loads N rows of the 20-column table, then times scans of 2, 4, 10 and 20 columns\n"
             "  from the page cache. --codec may be repeated (default: ZSTD and NONE).\n");
 }
