@@ -389,25 +389,25 @@ int cli_printer_rows(cli_printer *p, firth_batch *b, int bucket, const int64_t *
 
 /* ---- the table form -------------------------------------------------------------------- */
 
-/* The cell's text for a table: control characters are shown escaped so that one row stays
- * on one line. */
-static int cli_table_cell(cli_printer *p, const fr_column *c, int64_t row, fr_error *err)
+/* Appends a cell's text for a table to out. A line break stays one and the cell takes
+ * several lines (marked with '+' as psql does); other control characters are shown
+ * escaped, so that they cannot disturb the layout. */
+static int cli_table_cell(const fr_column *c, int64_t row, fr_buf *out, fr_error *err)
 {
-    fr_buf_reset(&p->cell);
     fr_value v;
     fr_column_get(c, row, &v);
-    if (v.is_null) return fr_buf_append(&p->cell, "NULL", 4, err);
+    if (v.is_null) return fr_buf_append(out, "NULL", 4, err);
     fr_buf raw;
     fr_buf_init(&raw);
     int rc = cli_render_text(&v, &raw, err);
     for (size_t i = 0; rc == 0 && i < raw.len; i++) {
         uint8_t ch = raw.data[i];
-        if (ch >= 0x20 && ch != 0x7F) {
-            rc = fr_buf_append(&p->cell, &ch, 1, err);
+        if ((ch >= 0x20 && ch != 0x7F) || ch == '\n') {
+            rc = fr_buf_append(out, &ch, 1, err);
             continue;
         }
-        const char *e = ch == '\n' ? "\\n" : ch == '\r' ? "\\r" : ch == '\t' ? "\\t" : NULL;
-        rc = e ? fr_buf_append(&p->cell, e, 2, err) : fr_buf_printf(&p->cell, err, "\\x%02x", ch);
+        const char *e = ch == '\r' ? "\\r" : ch == '\t' ? "\\t" : NULL;
+        rc = e ? fr_buf_append(out, e, 2, err) : fr_buf_printf(out, err, "\\x%02x", ch);
     }
     fr_buf_free(&raw);
     return rc;
@@ -433,6 +433,39 @@ static size_t cli_display_width(const uint8_t *s, size_t n)
     return w;
 }
 
+/* The k-th line of a cell (lines end at '\n'); false when the cell has fewer lines. */
+static bool cli_cell_line(const uint8_t *s, size_t n, int k, const uint8_t **line, size_t *len)
+{
+    size_t from = 0;
+    for (int i = 0; i < k; i++) {
+        const uint8_t *nl = memchr(s + from, '\n', n - from);
+        if (!nl) return false;
+        from = (size_t)(nl - s) + 1;
+    }
+    const uint8_t *nl = memchr(s + from, '\n', n - from);
+    *line = s + from;
+    *len = nl ? (size_t)(nl - s) - from : n - from;
+    return true;
+}
+
+static int cli_cell_lines(const uint8_t *s, size_t n)
+{
+    int lines = 1;
+    for (size_t i = 0; i < n; i++) lines += s[i] == '\n';
+    return lines;
+}
+
+static size_t cli_cell_width(const uint8_t *s, size_t n)
+{
+    size_t w = 0, len;
+    const uint8_t *line;
+    for (int k = 0; cli_cell_line(s, n, k, &line, &len); k++) {
+        size_t lw = cli_display_width(line, len);
+        if (lw > w) w = lw;
+    }
+    return w;
+}
+
 static int cli_table_rule(fr_buf *l, const size_t *width, int ncols, fr_error *err)
 {
     for (int i = 0; i < ncols; i++) {
@@ -442,8 +475,9 @@ static int cli_table_rule(fr_buf *l, const size_t *width, int ncols, fr_error *e
     return fr_buf_append(l, ncols ? "+\n" : "\n", ncols ? 2 : 1, err);
 }
 
+/* One line of one cell, padded to width; `more` marks a cell that goes on below. */
 static int cli_table_put(fr_buf *l, const uint8_t *s, size_t n, size_t width, bool right,
-                         fr_error *err)
+                         bool more, fr_error *err)
 {
     size_t w = cli_display_width(s, n);
     size_t pad = width > w ? width - w : 0;
@@ -453,41 +487,77 @@ static int cli_table_put(fr_buf *l, const uint8_t *s, size_t n, size_t width, bo
     FR_TRY(fr_buf_append(l, s, n, err));
     if (!right)
         for (size_t k = 0; k < pad; k++) FR_TRY(fr_buf_append(l, " ", 1, err));
-    return fr_buf_append(l, " ", 1, err);
+    return fr_buf_append(l, more ? "+" : " ", 1, err);
 }
 
-static int cli_table_print(cli_printer *p, size_t *width, fr_error *err)
+/* Formats row r of b into p->cell: cell i at start[i], len[i] bytes. */
+static int cli_table_row_text(cli_printer *p, const fr_batch *b, int64_t r, size_t *start,
+                              size_t *len, fr_error *err)
+{
+    fr_buf_reset(&p->cell);
+    for (int i = 0; i < fr_batch_num_columns(b); i++) {
+        start[i] = p->cell.len;
+        FR_TRY(cli_table_cell(fr_batch_column(b, i), r, &p->cell, err));
+        len[i] = p->cell.len - start[i];
+    }
+    return 0;
+}
+
+/* Prints row r of b, on as many lines as its tallest cell needs. */
+static int cli_table_row(cli_printer *p, const fr_batch *b, int64_t r, const size_t *width,
+                         size_t *start, size_t *len, fr_error *err)
+{
+    int ncols = fr_batch_num_columns(b), height = 1;
+    FR_TRY(cli_table_row_text(p, b, r, start, len, err));
+    for (int i = 0; i < ncols; i++) {
+        int h = cli_cell_lines(p->cell.data + start[i], len[i]);
+        if (h > height) height = h;
+    }
+    for (int k = 0; k < height; k++) {
+        for (int i = 0; i < ncols; i++) {
+            const uint8_t *cell = p->cell.data + start[i], *line = NULL;
+            size_t n = 0;
+            cli_cell_line(cell, len[i], k, &line, &n);
+            bool more = k + 1 < cli_cell_lines(cell, len[i]);
+            bool right = fr_type_is_numeric(fr_schema_field(p->schema, i)->type.id);
+            FR_TRY(cli_table_put(&p->line, line ? line : cell, n, width[i], right, more, err));
+        }
+        FR_TRY(fr_buf_append(&p->line, "|\n", 2, err));
+    }
+    return 0;
+}
+
+static int cli_table_print(cli_printer *p, size_t *width, size_t *start, size_t *len,
+                           fr_error *err)
 {
     int ncols = fr_schema_num_fields(p->schema);
     for (int i = 0; i < ncols; i++) {
         const char *name = fr_schema_field(p->schema, i)->name;
         width[i] = cli_display_width((const uint8_t *)name, strlen(name));
     }
-    for (int k = 0; k < p->nkept; k++)
-        for (int i = 0; i < ncols; i++)
-            for (int64_t r = 0; r < firth_batch_num_rows(p->kept[k]); r++) {
-                const fr_batch *b = firth_batch_unwrap(p->kept[k]);
-                FR_TRY(cli_table_cell(p, fr_batch_column(b, i), r, err));
-                size_t w = cli_display_width(p->cell.data, p->cell.len);
+    for (int k = 0; k < p->nkept; k++) {
+        const fr_batch *b = firth_batch_unwrap(p->kept[k]);
+        for (int64_t r = 0; r < fr_batch_num_rows(b); r++) {
+            FR_TRY(cli_table_row_text(p, b, r, start, len, err));
+            for (int i = 0; i < ncols; i++) {
+                size_t w = cli_cell_width(p->cell.data + start[i], len[i]);
                 if (w > width[i]) width[i] = w;
             }
+        }
+    }
     fr_buf *l = &p->line;
     FR_TRY(cli_table_rule(l, width, ncols, err));
     for (int i = 0; i < ncols; i++) {
         const char *name = fr_schema_field(p->schema, i)->name;
-        FR_TRY(cli_table_put(l, (const uint8_t *)name, strlen(name), width[i], false, err));
+        FR_TRY(cli_table_put(l, (const uint8_t *)name, strlen(name), width[i], false, false,
+                             err));
     }
     FR_TRY(fr_buf_append(l, ncols ? "|\n" : "\n", ncols ? 2 : 1, err));
     FR_TRY(cli_table_rule(l, width, ncols, err));
-    for (int k = 0; k < p->nkept; k++) {
+    for (int k = 0; k < p->nkept && ncols > 0; k++) {
         const fr_batch *b = firth_batch_unwrap(p->kept[k]);
         for (int64_t r = 0; r < fr_batch_num_rows(b); r++) {
-            for (int i = 0; i < ncols; i++) {
-                FR_TRY(cli_table_cell(p, fr_batch_column(b, i), r, err));
-                bool right = fr_type_is_numeric(fr_schema_field(p->schema, i)->type.id);
-                FR_TRY(cli_table_put(l, p->cell.data, p->cell.len, width[i], right, err));
-            }
-            FR_TRY(fr_buf_append(l, ncols ? "|\n" : "\n", ncols ? 2 : 1, err));
+            FR_TRY(cli_table_row(p, b, r, width, start, len, err));
             if (l->len >= CLI_PRINT_CHUNK_BYTES) {
                 FR_TRY(cli_write(p->out, l, err));
                 fr_buf_reset(l);
@@ -505,10 +575,11 @@ int cli_printer_finish(cli_printer *p, fr_error *err)
 {
     if (p->format == CLI_FORMAT_TABLE) {
         int ncols = fr_schema_num_fields(p->schema);
-        size_t *width = fr_calloc((size_t)ncols + 1, sizeof *width);
-        FR_CHECK(width, FR_ENOMEM, err, "out of memory for the table layout");
-        int rc = cli_table_print(p, width, err);
-        fr_free(width);
+        /* Per column: its width, and the start and length of a row's cell text. */
+        size_t *layout = fr_calloc(3 * (size_t)ncols + 1, sizeof *layout);
+        FR_CHECK(layout, FR_ENOMEM, err, "out of memory for the table layout");
+        int rc = cli_table_print(p, layout, layout + ncols, layout + 2 * ncols, err);
+        fr_free(layout);
         FR_TRY(rc);
     } else if (p->format == CLI_FORMAT_CSV && !p->header_done) {
         /* A result without rows still names its columns. */

@@ -193,7 +193,8 @@ static const char SQL_PROMPT_HELP[] =
     "  \\q, quit, exit, Ctrl-D    leave\n"
     "  help, \\h, \\?              this help\n"
     "Statements: CREATE DATABASE, CREATE TABLE, DROP, SHOW DATABASES, SHOW TABLES,\n"
-    "DESCRIBE, USE, INSERT INTO ... VALUES, SELECT ... FROM ... [WHERE] [LIMIT].\n"
+    "SHOW CREATE TABLE, DESCRIBE, USE, INSERT INTO ... VALUES,\n"
+    "SELECT ... FROM ... [WHERE] [LIMIT].\n"
     "Example: SELECT * FROM shop.orders WHERE price > 3 LIMIT 10;\n";
 
 /* Drops the first n bytes of b and the whitespace after them. */

@@ -78,7 +78,7 @@ check_eq "$OUT" "id,item" "an empty CSV result keeps its header"
 run 0 "$FIRTH" sql --data-dir "$d" --format json -e "SELECT id FROM shop.orders WHERE id > 100"
 check_eq "$OUT" "" "an empty JSON result prints nothing"
 
-# Awkward strings: CSV quoting, JSON escapes, table cells on one line, wide characters.
+# Awkward strings: CSV quoting, JSON escapes, multi-line table cells, wide characters.
 firth_sql "$d" "CREATE TABLE shop.notes (k INT, s STRING)"
 firth_sql "$d" "INSERT INTO shop.notes VALUES (1, 'a,b'), (2, 'say \"hi\"'), (3, 'two
 lines'), (4, ''), (5, NULL), (6, 'naïve 日本')"
@@ -98,7 +98,8 @@ check_eq "$OUT" '{"k":1,"s":"a,b"}
 {"k":4,"s":""}
 {"k":5,"s":null}' "JSON escapes"
 firth_sql "$d" "SELECT k, s FROM shop.notes WHERE k = 3 OR k = 6"
-check_contains "$OUT" '| 3 | two\nlines |' "a newline is shown escaped in a table"
+check_contains "$OUT" '| 3 | two       +|
+|   | lines      |' "a cell with a line break takes two lines, marked with +"
 check_contains "$OUT" '| 6 | naïve 日本 |' "wide characters"
 
 # ---- scripts: -f, -f -, piped stdin ------------------------------------------------------
