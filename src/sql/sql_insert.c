@@ -6,6 +6,7 @@
  * bad value (wrong type, out of range, NULL into NOT NULL) writes nothing. Rows are
  * appended in chunks of SQL_INSERT_CHUNK_ROWS so that one batch stays well under the record
  * batch limits; only an I/O failure between chunks can leave some chunks written. */
+#include <math.h>
 #include <stdio.h>
 
 #include "sql/sql_int.h"
@@ -63,6 +64,12 @@ static int convert(const fr_value *v, const fr_field *f, sql_pos pos, fr_arena *
     }
     fr_error e2 = {0};
     int rc = fr_value_cast(v, &f->type, arena, out, &e2);
+    if (rc == 0 && f->type.id == FR_T_FLOAT && isinf(out->v.f)) {
+        /* CAST lets a finite double overflow a FLOAT into infinity; a stored value must not. */
+        fr_type dt = fr_type_of(FR_T_DOUBLE);
+        fr_value wide;
+        if (fr_value_cast(v, &dt, arena, &wide, &e2) == 0 && !isinf(wide.v.f)) rc = FR_ERANGE;
+    }
     if (rc == 0) return 0;
     value_text(v, text, sizeof text);
     if (rc == FR_ERANGE && fr_type_is_string(f->type.id))

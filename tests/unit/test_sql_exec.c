@@ -279,6 +279,14 @@ static void test_insert_errors(void **state)
                "column 'e'");
     assert_run("INSERT INTO t VALUES (1, 2)",
                "error EINVAL: line 1, column 22: row 1 has 2 values but 5 are expected");
+    assert_run("CREATE TABLE fl (f FLOAT)", "table default.fl created\n");
+    assert_run("INSERT INTO fl VALUES (1e40)",
+               "error ERANGE: line 1, column 24: value 1.0E40 is out of range for FLOAT column 'f'");
+    assert_run("INSERT INTO fl VALUES ('-1e39')",
+               "error ERANGE: line 1, column 24: value '-1e39' is out of range for FLOAT column 'f'");
+    assert_run("INSERT INTO fl VALUES (CAST('Infinity' AS DOUBLE)), (3.4e38), ('-Infinity')",
+               "3 rows inserted\n");
+    assert_run("SELECT * FROM fl", "[f FLOAT]\nInfinity\n3.4E38\n-Infinity\nend\n");
     assert_run("INSERT INTO t (a, b) VALUES (1, 2), (3)",
                "error EINVAL: line 1, column 37: row 2 has 1 value but 2 are expected");
     assert_run("INSERT INTO t (a, x) VALUES (1, 2)",
@@ -296,8 +304,12 @@ static void test_insert_errors(void **state)
     assert_run("INSERT INTO t VALUES (CAST('12' AS TINYINT), 2 * 21, 'x' || 'y', "
                "DATE '2026-01-01', -1.5 + 1)",
                "1 row inserted\n");
+    /* More digits after the point than the column keeps are rounded, as CAST does. */
+    assert_run("INSERT INTO t (b, e) VALUES (1, 12.345), (2, '-0.005')", "2 rows inserted\n");
     assert_run("SELECT * FROM t", "[a TINYINT, b INT NOT NULL, c VARCHAR(3), d DATE, "
-                                  "e DECIMAL(4, 2)]\n12 | 42 | xy | 2026-01-01 | -0.50\nend\n");
+                                  "e DECIMAL(4, 2)]\n12 | 42 | xy | 2026-01-01 | -0.50\n"
+                                  "NULL | 1 | NULL | NULL | 12.35\nNULL | 2 | NULL | NULL | -0.01\n"
+                                  "end\n");
 }
 
 static void setup_orders(int buckets, int rows)
