@@ -449,6 +449,12 @@ static int produce_run(produce_state *st, const char *data_dir, cli_format forma
     }
     st->writer_id = produce_writer_id();
     st->batch_first_line = 1;
+    /* Typed records wait for a full batch; say so, or the terminal seems to do nothing. */
+    if (isatty(STDIN_FILENO))
+        fprintf(stderr, "firth produce: reading %s records for %s from the terminal; they are "
+                        "appended every %lld records and at the end (Ctrl-D)\n",
+                format == CLI_FORMAT_CSV ? "CSV" : "NDJSON", st->table,
+                (long long)st->batch_rows);
     rc = format == CLI_FORMAT_CSV ? produce_csv(st, stdin) : produce_json(st, stdin);
     if (rc == 0)
         fprintf(stderr, "%lld row%s written to %s\n", (long long)st->written,
