@@ -244,7 +244,7 @@ static int list_segments(fr_log *log, int64_t **bases, int *n, fr_error *err)
         }
     }
     closedir(d);
-    if (rc == FR_OK) qsort(*bases, (size_t)*n, sizeof **bases, cmp_i64);
+    if (rc == FR_OK && *n > 1) qsort(*bases, (size_t)*n, sizeof **bases, cmp_i64);
     return rc;
 }
 

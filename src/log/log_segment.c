@@ -388,8 +388,8 @@ int log_segment_copy_prefix(fr_log *log, log_segment *old, int64_t size, int64_t
         rc = seg_reserve((void **)&seg->times, &seg->times_cap, old->ntimes, sizeof *seg->times,
                          err);
     if (rc == 0) {
-        memcpy(seg->index, old->index, old->nindex * sizeof *seg->index);
-        memcpy(seg->times, old->times, old->ntimes * sizeof *seg->times);
+        if (old->nindex) memcpy(seg->index, old->index, old->nindex * sizeof *seg->index);
+        if (old->ntimes) memcpy(seg->times, old->times, old->ntimes * sizeof *seg->times);
         seg->nindex = old->nindex;
         seg->ntimes = old->ntimes;
     }
