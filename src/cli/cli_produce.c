@@ -19,6 +19,7 @@
 #define CLI_PRODUCE_BATCH_ROWS_DEFAULT 1000
 #define CLI_PRODUCE_BATCH_ROWS_MAX 1000000
 #define CLI_VALUE_SHOWN_BYTES_MAX 64
+#define CLI_PRODUCE_ATTEMPTS 3 /* appends of one batch, when the first fails with an I/O error */
 
 typedef struct produce_state {
     firth_client *client;
@@ -189,12 +190,24 @@ static int produce_flush(produce_state *st)
     }
     firth_error ferr = {0};
     int64_t appended = 0;
-    int rc = firth_produce(st->client, st->table, fb, st->writer_id, st->seq, &appended, &ferr);
+    int rc = 0;
+    /* An I/O error may leave the parts of the batch for some buckets written and not the
+     * others: the same (writer, sequence) again completes it, and the parts already there
+     * are not appended twice. */
+    for (int attempt = 0; attempt < CLI_PRODUCE_ATTEMPTS; attempt++) {
+        if (attempt > 0) usleep(100000u << (2 * attempt)); /* 0.4 s, then 1.6 s */
+        rc = firth_produce(st->client, st->table, fb, st->writer_id, st->seq, &appended, &ferr);
+        if (rc == 0 || (rc != FIRTH_EIO && rc != FIRTH_ENOSPC)) break;
+    }
     firth_batch_free(fb);
     st->seq++;
     if (rc < 0) {
         cli_error("writing lines %lld-%lld: %s", (long long)st->batch_first_line,
                   (long long)st->last_line, ferr.msg);
+        fprintf(stderr, "firth: lines 1-%lld were written to %s; of lines %lld-%lld, the part "
+                        "for some buckets may have been written\n",
+                (long long)st->batch_first_line - 1, st->table,
+                (long long)st->batch_first_line, (long long)st->last_line);
         return CLI_EXIT_FAILED;
     }
     st->written += rows;
