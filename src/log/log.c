@@ -106,9 +106,12 @@ static void flush_as_leader(fr_log *log)
     int64_t target = log->next_offset;
     log_segment *seg = log->segs[log->nsegs - 1];
     seg->refs++;
+    /* A roll may seal (close) the segment's files while the fsync runs: use a dup. */
+    int fd = dup(seg->log_fd);
     pthread_mutex_unlock(&log->mu);
-    int rc = fdatasync(seg->log_fd);
+    int rc = fd >= 0 ? fdatasync(fd) : -1;
     int e = errno;
+    if (fd >= 0) close(fd);
     atomic_fetch_add(&log->fsyncs, 1);
     pthread_mutex_lock(&log->mu);
     log->flushing = false;
@@ -252,8 +255,10 @@ static int roll(fr_log *log, fr_error *err)
     if (rc < 0) {
         log_segment_unlink(log, seg);
         log_segment_unref_locked(seg);
+        return rc;
     }
-    return rc;
+    log_segment_close_files(old);
+    return FR_OK;
 }
 
 /* The idempotence check: FR_EDUPLICATE when this writer's sequence was seen. write_mu held. */
@@ -460,6 +465,7 @@ static int cut_segment(fr_log *log, int i, int64_t pos, int64_t offset, int64_t 
                        fr_error *err)
 {
     log_segment *seg = log->segs[i];
+    FR_TRY(log_segment_open_files(log, seg, err));
     pthread_mutex_lock(&log->mu);
     while (log->flushing) pthread_cond_wait(&log->flush_cond, &log->mu);
     while (log->nsegs > i + 1) remove_segment_locked(log, log->nsegs - 1);

@@ -123,7 +123,12 @@ int64_t fr_log_fsync_count(fr_log *log);
  * Idempotence: when the batch has a writer id and its sequence is not greater than the
  * last one seen from that writer in this log, nothing is written, *base_offset is the
  * offset of the earlier append when known, and FR_EDUPLICATE is returned.
- * Errors: FR_ECORRUPT (bad CRC or layout), FR_EIO, FR_ENOSPC. */
+ * The log checks the batch's layout and CRC, not its contents against a schema (it knows
+ * none): the caller makes sure the IPC message and the statistics match the table's schema
+ * (a batch from outside should be decoded, or re-encoded, before it is appended), since
+ * reads trust the statistics to skip batches.
+ * Errors: FR_ECORRUPT (bad CRC or layout), FR_EIO, FR_ENOSPC; FR_ESTATE when the log was
+ * truncated while the append waited for its fsync. */
 int fr_log_append(fr_log *log, uint8_t *batch, size_t len, int64_t *base_offset,
                   fr_error *err);
 

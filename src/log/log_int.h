@@ -78,7 +78,7 @@ typedef struct log_segment {
     int64_t size;          /* (mu) bytes of whole batches in the .log file */
     int64_t next_offset;   /* (mu) the offset after the last batch */
     int64_t max_ts;        /* (mu) commit timestamp of the newest batch; INT64_MIN if empty */
-    int log_fd, index_fd, time_fd;
+    int log_fd, index_fd, time_fd; /* -1 once sealed (writer; flushers use a dup) */
     const uint8_t *map;    /* read-only shared mapping of the .log file */
     size_t map_len;        /* bytes mapped; never less than size */
     log_index_entry *index; /* (mu) sorted by rel and by pos */
@@ -128,6 +128,11 @@ struct fr_log {
 int log_segment_create(fr_log *log, int64_t base, log_segment **out, fr_error *err);
 int log_segment_open(fr_log *log, int64_t base, log_segment **out, fr_error *err);
 void log_segment_unref_locked(log_segment *seg);
+/* Sealed segments keep only their mapping and in-memory indexes: their files are closed so
+ * that a log of many segments holds three descriptors, not three per segment. The writer
+ * reopens them when a truncation makes the segment active again. */
+void log_segment_close_files(log_segment *seg);
+int log_segment_open_files(fr_log *log, log_segment *seg, fr_error *err);
 void log_segment_path(const fr_log *log, int64_t base, const char *ext, char *out, size_t cap);
 /* Maps the .log file for reading bytes up to at least `need`. */
 int log_segment_map(fr_log *log, log_segment *seg, int64_t need, fr_error *err);

@@ -318,6 +318,7 @@ int log_recover(fr_log *log, fr_error *err)
             break;
         }
     if (writers_dirty) FR_TRY(log_rebuild_writers(log, err));
+    for (int i = 0; i < log->nsegs - 1; i++) log_segment_close_files(log->segs[i]);
     return FR_OK;
 }
 

@@ -36,12 +36,18 @@ static log_segment *seg_alloc(int64_t base)
     return seg;
 }
 
-static void seg_free(log_segment *seg)
+void log_segment_close_files(log_segment *seg)
 {
-    if (seg->map) munmap((void *)seg->map, seg->map_len);
     if (seg->log_fd >= 0) close(seg->log_fd);
     if (seg->index_fd >= 0) close(seg->index_fd);
     if (seg->time_fd >= 0) close(seg->time_fd);
+    seg->log_fd = seg->index_fd = seg->time_fd = -1;
+}
+
+static void seg_free(log_segment *seg)
+{
+    if (seg->map) munmap((void *)seg->map, seg->map_len);
+    log_segment_close_files(seg);
     fr_free(seg->index);
     fr_free(seg->times);
     fr_free(seg);
@@ -190,6 +196,16 @@ static int seg_load_indexes(fr_log *log, log_segment *seg, int64_t log_size, boo
     if (rc == 0) seg->ntimes = n;
     fr_free(data);
     return rc;
+}
+
+int log_segment_open_files(fr_log *log, log_segment *seg, fr_error *err)
+{
+    if (seg->log_fd < 0) FR_TRY(seg_open_file(log, seg->base, ".log", 0, &seg->log_fd, err));
+    if (seg->index_fd < 0)
+        FR_TRY(seg_open_file(log, seg->base, ".index", O_CREAT, &seg->index_fd, err));
+    if (seg->time_fd < 0)
+        FR_TRY(seg_open_file(log, seg->base, ".timeindex", O_CREAT, &seg->time_fd, err));
+    return FR_OK;
 }
 
 int log_segment_open(fr_log *log, int64_t base, log_segment **out, fr_error *err)

@@ -3,6 +3,7 @@
  * offsets by time, retention, idempotent writers, truncation and raw reads. */
 #include "log_testkit.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <time.h>
 
@@ -352,6 +353,16 @@ static void test_stats_pruning(void **state)
     lt_rmdir(dir);
 }
 
+static int count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return -1;
+    int n = 0;
+    while (readdir(d)) n++;
+    closedir(d);
+    return n;
+}
+
 /* Offsets stay dense across rolled segments and reopen; the index is used at every offset. */
 static void test_segments_roll(void **state)
 {
@@ -376,7 +387,10 @@ static void test_segments_roll(void **state)
     int64_t size = fr_log_size_bytes(log);
     int nseg = fr_log_num_segments(log);
     fr_log_close(log);
+    /* Sealed segments keep no descriptors: the active segment's three files only. */
+    int fds = count_fds();
     log = lt_open(dir, &o);
+    if (fds >= 0) assert_int_equal(count_fds() - fds, 3);
     assert_int_equal(fr_log_end_offset(log), id);
     assert_int_equal(fr_log_size_bytes(log), size);
     assert_int_equal(fr_log_num_segments(log), nseg);
