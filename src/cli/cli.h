@@ -184,6 +184,37 @@ typedef struct cli_csv_record {
 int cli_csv_next(FILE *in, int64_t *line_no, cli_csv_record *rec, fr_error *err);
 void cli_csv_record_free(cli_csv_record *rec);
 
+/* ---- produce's writer ------------------------------------------------------------------ */
+
+/* Appends finished batches to a table under this run's idempotent writer id (random) and
+ * consecutive sequence numbers, and reports in units of the input ("line", "record"). */
+typedef struct cli_writer {
+    firth_client *client; /* not owned */
+    const char *table;
+    const char *unit;
+    bool verbose;
+    int64_t writer_id;
+    int32_t seq;         /* of the next batch */
+    int64_t written;     /* rows acknowledged so far */
+    int64_t next_first;  /* the first unit of the next batch (1-based) */
+} cli_writer;
+
+void cli_writer_init(cli_writer *w, firth_client *c, const char *table, const char *unit,
+                     bool verbose);
+/* Appends b (taken, freed here) as the batch covering units next_first..last, retrying an
+ * I/O error under the same sequence number; then prints "acknowledged <unit>s A-B (N rows)"
+ * when verbose. Returns 0, or CLI_EXIT_FAILED after saying what failed. */
+int cli_writer_append(cli_writer *w, fr_batch *b, int64_t last);
+/* Reports bad input at unit `at` ("stdin line 17: <msg>") and what was written before it.
+ * Returns CLI_EXIT_FAILED. */
+int cli_writer_stop(const cli_writer *w, int64_t at, const char *msg);
+/* Prints "N rows written to TABLE" on stderr. */
+void cli_writer_summary(const cli_writer *w);
+
+/* `firth produce --format arrow`: appends the record batches of an Arrow IPC stream read
+ * from in, matching its columns to the table's by name. Returns an exit code. */
+int cli_produce_arrow(cli_writer *w, const fr_schema *table, int64_t batch_rows, FILE *in);
+
 /* ---- subcommands ----------------------------------------------------------------------- */
 
 /* Each takes the argv that starts at the subcommand's name and returns an exit code. */

@@ -15,7 +15,7 @@ static const char CLI_HELP_OVERVIEW[] =
     "\n"
     "Commands:\n"
     "  sql       run SQL statements (-e, -f, piped stdin, or an interactive prompt)\n"
-    "  produce   append records read from stdin (NDJSON or CSV) to a table\n"
+    "  produce   append records read from stdin (NDJSON, CSV or Arrow) to a table\n"
     "  consume   read a table's records as NDJSON, CSV or an Arrow IPC stream\n"
     "  help      show the help of a command: firth help COMMAND\n"
     "\n"
@@ -75,7 +75,7 @@ static const char CLI_HELP_SQL[] =
     "  firth sql --data-dir ./firth-data -f schema.sql\n";
 
 static const char CLI_HELP_PRODUCE[] =
-    "Usage: firth produce --data-dir DIR --table DB.TABLE [--format json|csv]\n"
+    "Usage: firth produce --data-dir DIR --table DB.TABLE [--format json|csv|arrow]\n"
     "                     [--batch-rows N] [--verbose]\n"
     "\n"
     "Reads records from stdin and appends them to a table, in batches of --batch-rows\n"
@@ -90,6 +90,9 @@ static const char CLI_HELP_PRODUCE[] =
     "                              unknown key is an error\n"
     "                        csv:  RFC 4180, a header line naming the columns; an empty\n"
     "                              field is NULL, \"\" is the empty string\n"
+    "                        arrow: an Arrow IPC stream (as consume --format arrow\n"
+    "                              writes) holding every column of the table, by name;\n"
+    "                              messages count records instead of lines\n"
     "  --batch-rows N        records per batch (default 1000, at most 1000000)\n"
     "  -v, --verbose         after each durable batch print to stderr\n"
     "                        'acknowledged lines A-B (N rows)'\n"
@@ -109,6 +112,7 @@ static const char CLI_HELP_PRODUCE[] =
     "  printf '%s\\n' '{\"id\": 1, \"item\": \"tea\"}' '{\"id\": 2, \"item\": \"milk\"}' |\n"
     "      firth produce --data-dir ./firth-data --table shop.orders\n"
     "  firth produce --data-dir ./firth-data --table shop.orders --format csv < orders.csv\n"
+    "  firth produce --data-dir ./firth-data --table shop.copy --format arrow < orders.arrows\n"
     "  tail -f events.ndjson | firth produce --data-dir ./firth-data --table app.events \\\n"
     "      --batch-rows 100 --verbose\n";
 

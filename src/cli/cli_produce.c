@@ -7,47 +7,28 @@
  * writer id and the next sequence number, so a retried append cannot duplicate rows; the
  * first bad record stops the command and nothing of its batch is written. Line ranges are
  * dense: batch k covers the lines after batch k-1's last line up to its own last line. */
-#include <errno.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "client/client_bridge.h"
 
 #define CLI_PRODUCE_BATCH_ROWS_DEFAULT 1000
 #define CLI_PRODUCE_BATCH_ROWS_MAX 1000000
 #define CLI_VALUE_SHOWN_BYTES_MAX 64
-#define CLI_PRODUCE_ATTEMPTS 3 /* appends of one batch, when the first fails with an I/O error */
 
 typedef struct produce_state {
-    firth_client *client;
+    cli_writer w;             /* appends, acknowledges, counts lines */
     const char *table;
     fr_schema *schema;
     int ncols;
     fr_builder *bld;
     int64_t batch_rows;
     bool verbose;
-    int64_t writer_id;
-    int32_t seq;
-    int64_t batch_first_line; /* first line of the batch being built */
-    int64_t last_line;        /* last line read into it */
-    int64_t written;          /* rows acknowledged so far */
+    int64_t last_line;        /* the last line read into the batch being built */
     int *member_of;           /* per column: the input field holding it, or -1 */
     fr_buf bytes;             /* decoded BYTES values of the current row */
     fr_buf shown;             /* a value as quoted in a message */
 } produce_state;
-
-/* A random positive writer id for this run, so two runs never share sequence numbers. */
-static int64_t produce_writer_id(void)
-{
-    uint64_t v = 0;
-    if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
-        v = (uint64_t)fr_monotonic_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
-    v &= INT64_MAX;
-    return v ? (int64_t)v : 1;
-}
 
 /* ---- values ---------------------------------------------------------------------------- */
 
@@ -171,69 +152,17 @@ static int produce_row(produce_state *st, const cli_json_kind *kinds, const char
     return rc;
 }
 
-/* Appends the batch built so far and reports it. */
+/* Appends the batch built so far. */
 static int produce_flush(produce_state *st)
 {
-    int64_t rows = fr_builder_num_rows(st->bld);
-    if (rows == 0) return 0;
+    if (fr_builder_num_rows(st->bld) == 0) return 0;
     fr_error err = {0};
     fr_batch *b = NULL;
     if (fr_builder_finish(st->bld, &b, &err) < 0) {
         cli_error("%s", err.msg);
         return CLI_EXIT_FAILED;
     }
-    firth_batch *fb = firth_batch_wrap(b);
-    if (!fb) {
-        fr_batch_free(b);
-        cli_error("out of memory for a batch");
-        return CLI_EXIT_FAILED;
-    }
-    firth_error ferr = {0};
-    int64_t appended = 0;
-    int rc = 0;
-    /* An I/O error may leave the parts of the batch for some buckets written and not the
-     * others: the same (writer, sequence) again completes it, and the parts already there
-     * are not appended twice. */
-    for (int attempt = 0; attempt < CLI_PRODUCE_ATTEMPTS; attempt++) {
-        if (attempt > 0) usleep(100000u << (2 * attempt)); /* 0.4 s, then 1.6 s */
-        rc = firth_produce(st->client, st->table, fb, st->writer_id, st->seq, &appended, &ferr);
-        if (rc == 0 || (rc != FIRTH_EIO && rc != FIRTH_ENOSPC)) break;
-    }
-    firth_batch_free(fb);
-    st->seq++;
-    if (rc < 0) {
-        cli_error("writing lines %lld-%lld: %s", (long long)st->batch_first_line,
-                  (long long)st->last_line, ferr.msg);
-        fprintf(stderr, "firth: lines 1-%lld were written to %s; of lines %lld-%lld, the part "
-                        "for some buckets may have been written\n",
-                (long long)st->batch_first_line - 1, st->table,
-                (long long)st->batch_first_line, (long long)st->last_line);
-        return CLI_EXIT_FAILED;
-    }
-    st->written += rows;
-    if (st->verbose) {
-        fprintf(stderr, "acknowledged lines %lld-%lld (%lld row%s)\n",
-                (long long)st->batch_first_line, (long long)st->last_line, (long long)rows,
-                rows == 1 ? "" : "s");
-        fflush(stderr);
-    }
-    st->batch_first_line = st->last_line + 1;
-    return 0;
-}
-
-/* Reports the first bad record and what was and was not written. */
-static int produce_stop(produce_state *st, int64_t line, const char *msg)
-{
-    cli_error("stdin line %lld: %s", (long long)line, msg);
-    if (st->written > 0)
-        fprintf(stderr, "firth: %lld row%s (lines 1-%lld) %s written to %s; nothing from line "
-                        "%lld on was written\n",
-                (long long)st->written, st->written == 1 ? "" : "s",
-                (long long)st->batch_first_line - 1, st->written == 1 ? "was" : "were",
-                st->table, (long long)st->batch_first_line);
-    else
-        fprintf(stderr, "firth: nothing was written to %s\n", st->table);
-    return CLI_EXIT_FAILED;
+    return cli_writer_append(&st->w, b, st->last_line);
 }
 
 /* Counts a row into the batch and appends the batch once it is full. */
@@ -314,7 +243,7 @@ static int produce_json(produce_state *st, FILE *in)
         fr_error err = {0};
         int got = cli_lines_next(&lines, &err);
         if (got < 0) {
-            rc = produce_stop(st, lines.line_no + 1, err.msg);
+            rc = cli_writer_stop(&st->w, lines.line_no + 1, err.msg);
             break;
         }
         if (got == 0) break;
@@ -324,7 +253,7 @@ static int produce_json(produce_state *st, FILE *in)
         if (cli_json_parse_object(lines.line.data, lines.line.len, &scratch, &m, &count,
                                   &err) < 0 ||
             produce_map_members(st, m, count, &err) < 0) {
-            rc = produce_stop(st, lines.line_no, err.msg);
+            rc = cli_writer_stop(&st->w, lines.line_no, err.msg);
             break;
         }
         for (int k = 0; k < count; k++) {
@@ -333,7 +262,7 @@ static int produce_json(produce_state *st, FILE *in)
             lens[k] = m[k].len;
         }
         if (produce_row(st, kinds, texts, lens, false, &err) < 0) {
-            rc = produce_stop(st, lines.line_no, err.msg);
+            rc = cli_writer_stop(&st->w, lines.line_no, err.msg);
             break;
         }
         rc = produce_row_done(st, lines.line_no);
@@ -411,25 +340,25 @@ static int produce_csv(produce_state *st, FILE *in)
     }
     fr_error err = {0};
     int got = rc ? 0 : cli_csv_next(in, &line_no, &rec, &err);
-    if (got < 0) rc = produce_stop(st, line_no, err.msg);
+    if (got < 0) rc = cli_writer_stop(&st->w, line_no, err.msg);
     else if (got == 0 && rc == 0) {
         cli_error("stdin is empty: CSV input starts with a header line naming the columns");
         rc = CLI_EXIT_FAILED;
     } else if (rc == 0 && produce_csv_header(st, &rec, col_of, &err) < 0) {
-        rc = produce_stop(st, 1, err.msg);
+        rc = cli_writer_stop(&st->w, 1, err.msg);
     }
     nheader = rec.count;
-    st->batch_first_line = line_no + 1;
+    st->w.next_first = line_no + 1;
     while (rc == 0) {
         got = cli_csv_next(in, &line_no, &rec, &err);
         if (got < 0) {
-            rc = produce_stop(st, rec.line_no, err.msg);
+            rc = cli_writer_stop(&st->w, rec.line_no, err.msg);
             break;
         }
         if (got == 0) break;
         if (rec.count == 1 && rec.len[0] == 0 && !rec.quoted[0]) continue; /* a blank line */
         if (produce_csv_row(st, &rec, nheader, kinds, texts, lens, &err) < 0) {
-            rc = produce_stop(st, rec.line_no, err.msg);
+            rc = cli_writer_stop(&st->w, rec.line_no, err.msg);
             break;
         }
         rc = produce_row_done(st, line_no);
@@ -447,12 +376,23 @@ static int produce_csv(produce_state *st, FILE *in)
 
 static int produce_run(produce_state *st, const char *data_dir, cli_format format)
 {
-    int rc = cli_open_client("produce", data_dir, &st->client);
+    firth_client *c = NULL;
+    int rc = cli_open_client("produce", data_dir, &c);
     if (rc) return rc;
+    cli_writer_init(&st->w, c, st->table, format == CLI_FORMAT_ARROW ? "record" : "line",
+                    st->verbose);
     fr_error err = {0};
-    if (cli_table_schema(st->client, st->table, &st->schema, &err) < 0) {
+    if (cli_table_schema(c, st->table, &st->schema, &err) < 0) {
         cli_error("%s", err.msg);
         return CLI_EXIT_FAILED;
+    }
+    if (format == CLI_FORMAT_ARROW) {
+        if (isatty(STDIN_FILENO)) {
+            cli_error("--format arrow reads a binary Arrow IPC stream: redirect stdin from a "
+                      "file or a pipe");
+            return CLI_EXIT_USAGE;
+        }
+        return cli_produce_arrow(&st->w, st->schema, st->batch_rows, stdin);
     }
     st->ncols = fr_schema_num_fields(st->schema);
     st->member_of = fr_calloc((size_t)st->ncols + 1, sizeof *st->member_of);
@@ -460,8 +400,6 @@ static int produce_run(produce_state *st, const char *data_dir, cli_format forma
         cli_error("%s", st->member_of ? err.msg : "out of memory");
         return CLI_EXIT_FAILED;
     }
-    st->writer_id = produce_writer_id();
-    st->batch_first_line = 1;
     /* Typed records wait for a full batch; say so, or the terminal seems to do nothing. */
     if (isatty(STDIN_FILENO))
         fprintf(stderr, "firth produce: reading %s records for %s from the terminal; they are "
@@ -469,9 +407,7 @@ static int produce_run(produce_state *st, const char *data_dir, cli_format forma
                 format == CLI_FORMAT_CSV ? "CSV" : "NDJSON", st->table,
                 (long long)st->batch_rows);
     rc = format == CLI_FORMAT_CSV ? produce_csv(st, stdin) : produce_json(st, stdin);
-    if (rc == 0)
-        fprintf(stderr, "%lld row%s written to %s\n", (long long)st->written,
-                st->written == 1 ? "" : "s", st->table);
+    if (rc == 0) cli_writer_summary(&st->w);
     return rc;
 }
 
@@ -491,9 +427,8 @@ int cli_produce_main(int argc, char **argv)
         return CLI_EXIT_OK;
     }
     cli_format format = CLI_FORMAT_JSON;
-    if (format_text &&
-        (rc = cli_format_parse("produce", format_text,
-                               1u << CLI_FORMAT_JSON | 1u << CLI_FORMAT_CSV, &format)))
+    unsigned allowed = 1u << CLI_FORMAT_JSON | 1u << CLI_FORMAT_CSV | 1u << CLI_FORMAT_ARROW;
+    if (format_text && (rc = cli_format_parse("produce", format_text, allowed, &format)))
         return rc;
     produce_state st = {.table = table, .verbose = verbose, .batch_rows =
                                                                 CLI_PRODUCE_BATCH_ROWS_DEFAULT};
@@ -510,6 +445,6 @@ int cli_produce_main(int argc, char **argv)
     fr_free(st.member_of);
     fr_buf_free(&st.bytes);
     fr_buf_free(&st.shown);
-    if (st.client) firth_close(st.client);
+    if (st.w.client) firth_close(st.w.client);
     return rc;
 }

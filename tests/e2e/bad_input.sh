@@ -116,6 +116,47 @@ bad_csv 'id,qty\n,1\n' "2: column id is NOT NULL"
 run 1 "$FIRTH" produce --data-dir "$d" --table shop.items --format csv </dev/null
 check_contains "$ERR" "CSV input starts with a header line" "CSV without a header"
 
+# ---- produce: Arrow ---------------------------------------------------------------------------
+firth_sql "$d" "CREATE TABLE shop.src (id BIGINT, qty INT, price DECIMAL(10, 2), day DATE,
+    code STRING, raw BYTES, extra INT)"
+firth_sql "$d" "INSERT INTO shop.src VALUES (1, 5, 1.5, NULL, 'ab', NULL, 0), (2, 500, 2, NULL, 'cd', NULL, 0),
+    (NULL, 1, 1, NULL, NULL, NULL, 0), (4, 1, 1, NULL, 'toolong', NULL, 0)"
+bad_arrow() { # bad_arrow EXPECTED-MESSAGE CONSUME-ARGS...
+    local want=$1
+    shift
+    "$FIRTH" consume --data-dir "$d" --table shop.src --format arrow "$@" >"$T/bad.arrows"
+    run 1 "$FIRTH" produce --data-dir "$d" --table shop.items --format arrow <"$T/bad.arrows"
+    check_contains "$ERR" "$want" "bad Arrow input: $*"
+    check_contains "$ERR" "nothing was written to shop.items" "bad Arrow input writes nothing: $*"
+}
+six=id,qty,price,day,code,raw
+bad_arrow "firth: error: stdin record 2: column qty: value 500 is out of range for TINYINT" --columns $six
+bad_arrow "firth: error: stdin record 1: column id is NOT NULL" --columns $six --where "id IS NULL"
+bad_arrow "firth: error: stdin record 1: column code: value 'toolong' is longer than VARCHAR(4)" \
+    --columns $six --where "id = 4"
+bad_arrow "firth: error: stdin record 1: the stream has no column 'raw'" --columns id,qty,price,day,code
+bad_arrow "firth: error: stdin record 1: the stream's column 'extra' is not a column of shop.items"
+# The same types but NULL in a NOT NULL column: the batch passes through unconverted, and
+# is still checked.
+firth_sql "$d" "CREATE TABLE shop.same (id INT, qty TINYINT, price DECIMAL(10, 2), day DATE,
+    code VARCHAR(4), raw BYTES);
+    INSERT INTO shop.same VALUES (7, 1, 1, NULL, NULL, NULL), (NULL, 1, 1, NULL, NULL, NULL)"
+"$FIRTH" consume --data-dir "$d" --table shop.same --format arrow >"$T/same.arrows"
+run 1 "$FIRTH" produce --data-dir "$d" --table shop.items --format arrow <"$T/same.arrows"
+check_contains "$ERR" "firth: error: stdin record 2: column id is NOT NULL" "NULL into NOT NULL, same types"
+check_contains "$ERR" "nothing was written to shop.items" "NULL into NOT NULL writes nothing"
+
+"$FIRTH" consume --data-dir "$d" --table shop.src --format arrow --columns id,qty,price,day,code,raw --max-records 1 >"$T/one.arrows"
+head -c $(( $(stat -c %s "$T/one.arrows") - 20 )) "$T/one.arrows" >"$T/cut.arrows"
+run 1 "$FIRTH" produce --data-dir "$d" --table shop.items --format arrow <"$T/cut.arrows"
+check_contains "$ERR" "firth: error: stdin record 1: " "a truncated Arrow stream"
+check_contains "$ERR" "nothing was written to shop.items" "a truncated Arrow stream writes nothing"
+printf '{"id": 1}\n' >"$T/not.arrows"
+run 1 "$FIRTH" produce --data-dir "$d" --table shop.items --format arrow <"$T/not.arrows"
+check_contains "$ERR" "firth: error: stdin record 1: " "JSON given as Arrow"
+run 1 "$FIRTH" produce --data-dir "$d" --table shop.items --format arrow </dev/null
+check_contains "$ERR" "stdin is empty" "an empty Arrow input"
+
 check_eq "$(count shop.items)" "15" "no bad input lost or added a row"
 
 # ---- unknown tables and columns in produce and consume -----------------------------------------

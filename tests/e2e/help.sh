@@ -94,8 +94,8 @@ run 2 "$FIRTH" sql --data-dir "$d" --format xml -e "SHOW DATABASES"
 check_contains "$ERR" "--format must be one of table, csv, json, not 'xml'" "sql --format"
 run 2 "$FIRTH" produce --data-dir "$d"
 check_contains "$ERR" "--table DB.TABLE is required" "produce without --table"
-run 2 "$FIRTH" produce --data-dir "$d" --table a.b --format arrow
-check_contains "$ERR" "--format must be one of csv, json, not 'arrow'" "produce --format"
+run 2 "$FIRTH" produce --data-dir "$d" --table a.b --format table
+check_contains "$ERR" "--format must be one of csv, json, arrow, not 'table'" "produce --format"
 run 2 "$FIRTH" produce --data-dir "$d" --table a.b --batch-rows 0
 check_contains "$ERR" "--batch-rows must be an integer from 1 to 1000000, not '0'" \
     "produce --batch-rows 0"

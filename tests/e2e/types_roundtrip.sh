@@ -11,7 +11,8 @@ cols="k INT NOT NULL, b BOOLEAN, ti TINYINT, si SMALLINT, i INT, bi BIGINT, f FL
     y BYTES, dt DATE, t0 TIME(0), t3 TIME(3), t6 TIME(6), t9 TIME(9), ts0 TIMESTAMP(0),
     ts3 TIMESTAMP(3), ts6 TIMESTAMP(6), ts9 TIMESTAMP(9), ltz TIMESTAMP_LTZ(3)"
 firth_sql "$d" "CREATE DATABASE t;
-    CREATE TABLE t.by_sql ($cols); CREATE TABLE t.by_json ($cols); CREATE TABLE t.by_csv ($cols)"
+    CREATE TABLE t.by_sql ($cols); CREATE TABLE t.by_json ($cols); CREATE TABLE t.by_csv ($cols);
+    CREATE TABLE t.by_arrow ($cols); CREATE TABLE t.by_arrow_z ($cols)"
 
 firth_sql "$d" "INSERT INTO t.by_sql VALUES
   (1, true, -128, -32768, -2147483648, -9223372036854775808, 1.5, 0.1,
@@ -56,6 +57,32 @@ run 0 "$FIRTH" produce --data-dir "$d" --table t.by_csv --format csv <<<"$csv"
 check_eq "$ERR" "3 rows written to t.by_csv" "produce the CSV"
 run 0 "$FIRTH" consume --data-dir "$d" --table t.by_csv
 check_eq "$OUT" "$expected" "consume CSV, produce CSV, consume JSON"
+
+# And through Arrow: consume --format arrow, produce --format arrow, uncompressed and ZSTD.
+"$FIRTH" consume --data-dir "$d" --table t.by_sql --format arrow >"$T/types.arrows"
+run 0 "$FIRTH" produce --data-dir "$d" --table t.by_arrow --format arrow --verbose <"$T/types.arrows"
+check_eq "$ERR" "acknowledged records 1-3 (3 rows)
+3 rows written to t.by_arrow" "produce an Arrow stream"
+run 0 "$FIRTH" consume --data-dir "$d" --table t.by_arrow
+check_eq "$OUT" "$expected" "consume Arrow, produce Arrow, consume JSON"
+"$FIRTH" consume --data-dir "$d" --table t.by_sql --format arrow --arrow-compression zstd >"$T/types.z.arrows"
+run 0 "$FIRTH" produce --data-dir "$d" --table t.by_arrow_z --format arrow --batch-rows 2 --verbose <"$T/types.z.arrows"
+check_eq "$ERR" "acknowledged records 1-2 (2 rows)
+acknowledged records 3-3 (1 row)
+3 rows written to t.by_arrow_z" "a compressed Arrow stream in batches of 2"
+run 0 "$FIRTH" consume --data-dir "$d" --table t.by_arrow_z
+check_eq "$OUT" "$expected" "the same through a ZSTD stream"
+
+# Columns matched by name, in any order, with conversion where types differ.
+firth_sql "$d" "CREATE TABLE t.wide (s STRING, k BIGINT, dm DECIMAL(20, 4), ts3 TIMESTAMP(6));
+    CREATE TABLE t.narrow (K INT NOT NULL, TS3 TIMESTAMP(3), DM DECIMAL(6, 2), S VARCHAR(12))"
+firth_sql "$d" "INSERT INTO t.wide VALUES ('a', 1, 12.5, TIMESTAMP '2026-01-31 10:00:00.123456'),
+    (NULL, 2, NULL, NULL)"
+"$FIRTH" consume --data-dir "$d" --table t.wide --format arrow >"$T/wide.arrows"
+run 0 "$FIRTH" produce --data-dir "$d" --table t.narrow --format arrow <"$T/wide.arrows"
+run 0 "$FIRTH" consume --data-dir "$d" --table t.narrow
+check_eq "$OUT" '{"K":1,"TS3":"2026-01-31 10:00:00.123","DM":"12.50","S":"a"}
+{"K":2,"TS3":null,"DM":null,"S":null}' "Arrow columns by name, converted to the table's types"
 
 # The table form of the same values.
 run 0 "$FIRTH" sql --data-dir "$d" -e "SELECT k, dc, y, ltz FROM t.by_sql WHERE k = 1"
