@@ -104,7 +104,9 @@ typedef struct fr_log fr_log;
 /* Opens (creating dir if needed) the log in dir, recovering from a crash: the last
  * segment's tail is checked batch by batch and anything after the last good batch (a bad
  * CRC, a short batch, a bad index) is truncated, with a WARN log line saying what and how
- * many bytes. Indexes that do not match their segment are rebuilt. */
+ * many bytes. Indexes that do not match their segment are rebuilt. The rules are in
+ * docs/FORMAT.md, section 5. opts may be NULL for the defaults. Each segment read keeps a
+ * read-only mapping of its file; the active segment keeps three open descriptors. */
 int fr_log_open(const char *dir, const fr_log_options *opts, fr_log **out, fr_error *err);
 /* Closes the log, flushing what is unflushed unless the mode is FR_FLUSH_NONE. No other call
  * may be running. */
@@ -118,7 +120,8 @@ int64_t fr_log_fsync_count(fr_log *log);
 
 /* Appends one encoded record batch (see fr_rb_encode). Assigns the base offset and the
  * commit timestamp (never lower than the previous batch's), writes, and returns once the
- * batch is durable under the flush policy. The bytes are copied; the caller keeps them.
+ * batch is durable under the flush policy. The base offset and commit timestamp are written
+ * into the caller's bytes (outside the CRC) and then copied; the caller keeps the buffer.
  * Thread: any; appends are serialized inside and concurrent appenders share one fsync.
  * Idempotence: when the batch has a writer id and its sequence is not greater than the
  * last one seen from that writer in this log, nothing is written, *base_offset is the

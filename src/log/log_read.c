@@ -107,18 +107,22 @@ typedef struct log_reader {
     bool stop;
 } log_reader;
 
-static fr_expr *remap_expr(fr_arena *a, const fr_expr *e, const int *map, int depth)
+static fr_expr *remap_expr(fr_arena *a, const fr_expr *e, const int *map, int ncols, int depth)
 {
     if (depth > FR_EXPR_DEPTH_MAX) return NULL;
     fr_expr *c = fr_arena_alloc(a, sizeof *c);
     if (!c) return NULL;
     *c = *e;
-    if (e->kind == FR_EX_COLUMN) c->column = map[e->column];
+    if (e->kind == FR_EX_COLUMN) {
+        /* A bound filter names columns of the read's schema, all of them decoded. */
+        if (e->column < 0 || e->column >= ncols || map[e->column] < 0) return NULL;
+        c->column = map[e->column];
+    }
     if (e->nargs > 0) {
         c->args = fr_arena_alloc(a, (size_t)e->nargs * sizeof *c->args);
         if (!c->args) return NULL;
         for (int i = 0; i < e->nargs; i++) {
-            c->args[i] = remap_expr(a, e->args[i], map, depth + 1);
+            c->args[i] = remap_expr(a, e->args[i], map, ncols, depth + 1);
             if (!c->args[i]) return NULL;
         }
     }
@@ -178,9 +182,11 @@ static int reader_setup(log_reader *rd, fr_error *err)
         FR_GOTO(fr_schema_project(r->schema, rd->needed, rd->nneeded, &rd->proj_schema, err));
         if (r->filter) {
             rd->arena = fr_arena_new(4096);
-            fr_expr *e = rd->arena ? remap_expr(rd->arena, r->filter, map, 0) : NULL;
+            fr_expr *e = rd->arena ? remap_expr(rd->arena, r->filter, map, rd->ncols, 0) : NULL;
             if (!e) {
-                rc = fr_fail(err, FR_ENOMEM, "log read: out of memory copying the filter");
+                rc = fr_fail(err, rd->arena ? FR_EINVAL : FR_ENOMEM,
+                             "log read: cannot copy the filter (out of memory, or not bound "
+                             "to the read's schema)");
                 goto done;
             }
             rd->filter = e;
