@@ -1,12 +1,12 @@
-/* cli_produce.c — `firth produce`: reads NDJSON or CSV records from stdin, converts each
- * value to its column's type, and appends the rows to a table in batches.
+/* cli_produce.c — `firth produce`: its options, and the text inputs: NDJSON and CSV records
+ * read from stdin, each value converted to its column's type, rows built into batches of
+ * --batch-rows. Finished batches go to cli_writer.c, which appends and acknowledges them;
+ * Arrow input is in cli_produce_arrow.c.
  *
- * Invariants: a batch is appended whole or not at all (every row is converted before the
- * batch is handed to firth_produce); "acknowledged lines A-B" is printed only after
- * firth_produce returned, when those rows are durable; each batch carries this run's
- * writer id and the next sequence number, so a retried append cannot duplicate rows; the
- * first bad record stops the command and nothing of its batch is written. Line ranges are
- * dense: batch k covers the lines after batch k-1's last line up to its own last line. */
+ * Invariants: a batch is handed over only once every row of it converted, so the first bad
+ * record stops the command and nothing of its batch is written; a bad row leaves the
+ * builder at the end of the previous row; line ranges are dense: batch k covers the lines
+ * after batch k-1's last line up to its own last line (blank lines included). */
 #include <string.h>
 #include <unistd.h>
 
