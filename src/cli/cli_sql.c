@@ -9,6 +9,7 @@
  * to stderr otherwise, so that CSV and JSON output holds rows only. */
 #include <errno.h>
 #include <editline/readline.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -191,6 +192,7 @@ static bool sql_is_quit(const char *w)
 static const char SQL_PROMPT_HELP[] =
     "Type SQL statements ending with ';'. A statement may span lines.\n"
     "  \\q, quit, exit, Ctrl-D    leave\n"
+    "  Ctrl-C                    drop the statement being typed\n"
     "  help, \\h, \\?              this help\n"
     "Statements: CREATE DATABASE, CREATE TABLE, DROP, SHOW DATABASES, SHOW TABLES,\n"
     "SHOW CREATE TABLE, DESCRIBE, USE, INSERT INTO ... VALUES,\n"
@@ -205,6 +207,25 @@ static void sql_consume_prefix(fr_buf *b, size_t n)
         n++;
     memmove(b->data, b->data + n, b->len - n);
     b->len -= n;
+}
+
+/* Ctrl-C at the prompt drops the statement being typed (readline returns NULL with this
+ * flag set); while a statement runs, SIGINT has its default effect and ends the command. */
+static volatile sig_atomic_t sql_interrupted;
+
+static void sql_on_sigint(int signo)
+{
+    (void)signo;
+    sql_interrupted = 1;
+}
+
+static void sql_sigint(bool catch_it)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = catch_it ? sql_on_sigint : SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL); /* no SA_RESTART: the read under readline must end */
 }
 
 /* One line typed at the prompt. Returns 1 to leave, 0 to go on, <0 on a memory error. */
@@ -227,7 +248,9 @@ static int sql_prompt_line(sql_state *st, fr_buf *pending, char *line, fr_error 
     char *stmt = fr_strndup((const char *)pending->data, done);
     FR_CHECK(stmt, FR_ENOMEM, err, "out of memory");
     sql_consume_prefix(pending, done);
+    sql_sigint(false);
     sql_run(st, stmt); /* an error is reported and the prompt goes on */
+    sql_sigint(true);
     fr_free(stmt);
     return 0;
 }
@@ -246,8 +269,15 @@ static int sql_prompt(sql_state *st)
     fr_buf_init(&pending);
     fr_error err = {0};
     int rc = 0;
+    sql_sigint(true);
     for (;;) {
+        sql_interrupted = 0;
         char *line = readline(pending.len ? "    -> " : "firth> ");
+        if (!line && sql_interrupted) { /* Ctrl-C: start over */
+            fputs("^C\n", stdout);
+            fr_buf_reset(&pending);
+            continue;
+        }
         if (!line) { /* Ctrl-D */
             putchar('\n');
             break;
@@ -260,6 +290,7 @@ static int sql_prompt(sql_state *st)
         free(line); /* readline's allocation */
         if (rc != 0) break;
     }
+    sql_sigint(false);
     fr_buf_free(&pending);
     if (rc < 0) {
         cli_error("%s", err.msg);

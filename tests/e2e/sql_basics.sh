@@ -165,6 +165,29 @@ if command -v script >/dev/null 2>&1; then
     printf 'SHOW DATABASES;\n' | script -qec "'$FIRTH' sql --data-dir '$d'" /dev/null \
         >"$T/prompt2.out" 2>&1 || fail "Ctrl-D did not leave cleanly"
     check_contains "$(cat "$T/prompt2.out")" "shop" "a statement before Ctrl-D"
+    # Ctrl-C drops the statement being typed and the prompt goes on. Each key is sent once
+    # the prompt has shown what it answers to, so that no timing is assumed.
+    wait_for() { # wait_for TEXT FILE
+        local deadline=$((SECONDS + 30))
+        until tr -d '\r' <"$2" | grep -qF -- "$1"; do
+            [ "$SECONDS" -lt "$deadline" ] || fail "the prompt never showed [$1]: $(cat "$2")"
+            sleep 0.05
+        done
+    }
+    mkfifo "$T/keys"
+    script -qec "'$FIRTH' sql --data-dir '$d'" /dev/null <"$T/keys" >"$T/prompt3.out" 2>&1 &
+    prompt_pid=$!
+    exec 4>"$T/keys"
+    wait_for "firth> " "$T/prompt3.out"
+    printf 'SELECT id FROM\n' >&4
+    wait_for "    -> " "$T/prompt3.out"
+    printf '\003' >&4
+    wait_for "^C" "$T/prompt3.out"
+    printf 'SELECT item FROM shop.orders WHERE id = 3;\n\\q\n' >&4
+    exec 4>&-
+    wait "$prompt_pid" || fail "the prompt did not survive Ctrl-C: $(cat "$T/prompt3.out")"
+    p=$(tr -d '\r' <"$T/prompt3.out")
+    check_contains "$p" "| water |" "after Ctrl-C the next statement runs alone"
 else
     echo "sql_basics: script(1) not found; the prompt is not tested"
 fi
