@@ -35,3 +35,11 @@ run 0 "$FIRTH" produce --data-dir "$d" --table t <<<'{"id": 0}'
 run 0 "$FIRTH" consume --data-dir "$d" --table t --columns id --with-offsets --format csv --from "offset:$last"
 check_eq "$OUT" "_bucket,_offset,id
 0,$last,0" "with room again, the next record gets the next offset"
+
+# A data dir on a file system that became read-only: every command fails and says why.
+mount -o remount,ro "$mnt"
+run 1 "$FIRTH" consume --data-dir "$d" --table t --max-records 1
+check_contains "$ERR" "firth: error: " "a read-only data dir"
+check_contains "$ERR" "Read-only file system" "a read-only data dir says why"
+run 1 "$FIRTH" sql --data-dir "$mnt/new" -e "SHOW DATABASES"
+check_contains "$ERR" "Read-only file system" "a data dir that cannot be created"
