@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A full disk under produce: the append that hits ENOSPC is retried, then produce stops
 # with exit 1 and says what was written; every acknowledged line is there, nothing of the
-# failed batch is, and once there is room again the offsets go on densely. Needs root to
-# mount a small tmpfs; elsewhere the test says it is skipped.
+# failed batch is, and once there is room again the offsets go on densely. Then the file
+# system turns read-only. Needs root to mount a small tmpfs; elsewhere the test says it is
+# skipped.
 source "$(dirname "$0")/lib/e2e_common.bash"
 
 mnt=$T/mnt
