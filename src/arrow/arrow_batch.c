@@ -26,6 +26,9 @@ uint8_t *fr_arrow_alloc(size_t n, void **raw)
 int fr_avec_grow(fr_avec *v, size_t need, fr_error *err)
 {
     size_t cap = v->cap ? v->cap : v->hint > 256 ? v->hint : 256;
+    /* A hint comes from the previous batch's length; the hand-over to a batch needs the
+     * capacity padded to 8, as Arrow pads every buffer. */
+    cap = fr_pad8(cap);
     while (cap < need) {
         if (cap > SIZE_MAX / 2) return fr_fail(err, FR_ENOMEM, "column buffer of %zu bytes is too large", need);
         cap *= 2;

@@ -114,6 +114,33 @@ static void test_builder_typed_paths(void **state)
     fr_schema_free(s);
 }
 
+/* Regression: a builder reused after finish sized its next buffers from the previous
+ * batch's length, which need not be a multiple of 8, and broke the padding invariant. */
+static void test_builder_reuse_odd_lengths(void **state)
+{
+    (void)state;
+    static const tu_col cols[] = {{"s", "STRING"}, {"i", "INT"}};
+    fr_schema *s = tu_schema(cols, 2, true);
+    fr_builder *bld;
+    fr_error err;
+    assert_int_equal(fr_builder_new(s, &bld, &err), 0);
+    for (int round = 0; round < 3; round++) {
+        for (int r = 0; r < 2025; r++) { /* 2025 strings of 4 bytes: 8100 data bytes */
+            assert_int_equal(fr_builder_append_bytes(bld, 0, "abcd", 4, &err), 0);
+            assert_int_equal(fr_builder_append_i64(bld, 1, r, &err), 0);
+        }
+        fr_batch *b;
+        assert_int_equal(fr_builder_finish(bld, &b, &err), 0);
+        assert_int_equal(fr_batch_num_rows(b), 2025);
+        fr_value v;
+        fr_column_get(fr_batch_column(b, 1), 2024, &v);
+        assert_int_equal(v.v.i, 2024);
+        fr_batch_free(b);
+    }
+    fr_builder_free(bld);
+    fr_schema_free(s);
+}
+
 static void test_builder_casts(void **state)
 {
     (void)state;
@@ -534,6 +561,7 @@ int main(void)
         cmocka_unit_test(test_builder_all_types),
         cmocka_unit_test(test_builder_all_null_and_no_null),
         cmocka_unit_test(test_builder_typed_paths),
+        cmocka_unit_test(test_builder_reuse_odd_lengths),
         cmocka_unit_test(test_builder_casts),
         cmocka_unit_test(test_builder_not_null),
         cmocka_unit_test(test_builder_rollback),
