@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake pkg-config clang libclang-rt-14-dev
   libzstd-dev liblz4-dev libjansson-dev libcmocka-dev libedit-dev
+  librocksdb-dev libroaring-dev
   nodejs npm
 )
 

@@ -198,4 +198,36 @@ int fr_decimal_parse(const char *s, size_t n, int precision, int scale, fr_i128 
  * Returns the length written (cap >= 32 always suffices). */
 int fr_double_format(double f, bool is_float, char *out, size_t cap);
 
+
+/* ---- order-preserving key encoding ------------------------------------------------------ */
+
+#define FR_KEY_BYTES_MAX (64 << 10)
+
+/* Encodes the values of a primary key (one per key column, of the columns' types, none
+ * NULL) so that memcmp of two encodings orders like the values, column by column, and the
+ * encoding of the first k columns is a byte prefix of the encoding of all of them (so a
+ * prefix of the key is a RocksDB prefix). Appends to out. FR_EINVAL for a NULL value or a
+ * value whose type does not match; FR_ELIMIT past FR_KEY_BYTES_MAX. */
+int fr_key_encode(const fr_type *types, const fr_value *values, int n, fr_buf *out,
+                  fr_error *err);
+/* Decodes n key values from p. String and bytes values point into p. *used (may be NULL)
+ * is the number of bytes consumed. Every length is checked: FR_ECORRUPT on bad input. */
+int fr_key_decode(const uint8_t *p, size_t len, const fr_type *types, int n,
+                  fr_value *values, size_t *used, fr_error *err);
+
+/* ---- compact row encoding ---------------------------------------------------------------- */
+
+#define FR_ROW_BYTES_MAX (64 << 20)
+
+/* Encodes a whole row (one value per field of s; NULL allowed where the field is nullable)
+ * in a compact form that starts with the schema id, so a stored row says which schema
+ * version wrote it. Appends to out. */
+int fr_row_encode(const fr_schema *s, const fr_value *values, fr_buf *out, fr_error *err);
+/* Reads the schema id of an encoded row without decoding it. */
+int fr_row_schema_id(const uint8_t *p, size_t len, int32_t *schema_id, fr_error *err);
+/* Decodes a row written with schema s (whose id must match) into values[nfields]. String
+ * and bytes values point into p. FR_ECORRUPT on any inconsistency. */
+int fr_row_decode(const uint8_t *p, size_t len, const fr_schema *s, fr_value *values,
+                  fr_error *err);
+
 #endif
