@@ -13,7 +13,7 @@
 #ifndef FIRTH_ENGINE_H
 #define FIRTH_ENGINE_H
 
-#include "log/log.h"
+#include "kv/kv.h"
 
 #define FR_BUCKETS_MAX 1024
 
@@ -68,6 +68,14 @@ typedef struct fr_table_spec {
     const fr_schema *schema;     /* copied; its id is replaced by 0 */
     const fr_option *options;
     int noptions;
+    /* Primary-key tables: the key's column names (NULL/0 for a log table). Key columns are
+     * NOT NULL (the engine makes them so). */
+    const char *const *primary_key;
+    int nprimary_key;
+    /* Partitioned tables: PARTITIONED BY column names (STRING, INT, BIGINT or DATE); for a
+     * primary-key table they must be part of the key. NULL/0 when not partitioned. */
+    const char *const *partition_keys;
+    int npartition_keys;
 } fr_table_spec;
 
 /* Creates a table. Options understood now: bucket.num (default 1, 1..1024), bucket.key
@@ -149,6 +157,10 @@ typedef struct fr_scan_spec {
     const fr_expr *filter; /* bound to the table schema, or NULL */
     int64_t max_records;   /* -1: no limit */
     int bucket;            /* -1: all buckets */
+    /* Partitioned tables: called before the buckets of each partition that is read (in
+     * partition name order); partitions whose values rule `filter` out are skipped. May be
+     * NULL. Non-zero stops. */
+    int (*on_partition)(void *ctx, const fr_partition *partition, fr_error *err);
 } fr_scan_spec;
 
 /* Called for each batch: bucket, the rows (projected, filtered; owned by the callee), the
@@ -171,5 +183,61 @@ int fr_engine_enforce_retention(fr_engine *e, fr_error *err);
  * number of segments deleted. */
 int fr_engine_enforce_retention_at(fr_engine *e, int64_t now_ms, int *removed,
                                    fr_error *err);
+
+/* ---- primary-key tables and partitions -------------------------------------------------- */
+
+bool fr_table_is_pk(const fr_table *t);
+/* Primary key and partition key column indexes (*n = 0 when none); live as the handle. */
+const int *fr_table_primary_key(const fr_table *t, int *n);
+const int *fr_table_partition_keys(const fr_table *t, int *n);
+
+/* A partition: its id, its name ("dt=2026-11-30/region=eu") and its values as text, one
+ * per partition key in key order. */
+typedef struct fr_partition {
+    int64_t id;
+    char *name;
+    char **values;
+    int nvalues;
+    int64_t created_ms;
+} fr_partition;
+
+/* Creates or drops a partition named by its values (spec: one {column, value text} per
+ * partition key, any order). Dropping removes its data. Errors: FR_EINVAL (not a
+ * partitioned table, a missing or unknown column, a value that does not parse as the
+ * column's type), FR_EEXIST / FR_ENOTFOUND unless if_not_exists / if_exists. */
+int fr_engine_add_partition(fr_engine *e, const char *db, const char *table,
+                            const fr_option *spec, int nspec, bool if_not_exists,
+                            fr_error *err);
+int fr_engine_drop_partition(fr_engine *e, const char *db, const char *table,
+                             const fr_option *spec, int nspec, bool if_exists, fr_error *err);
+/* The table's partitions sorted by name. The array is the caller's (fr_partitions_free). */
+int fr_table_list_partitions(fr_table *t, fr_partition **out, int *count, fr_error *err);
+void fr_partitions_free(fr_partition *p, int count);
+
+/* Upserts and deletes into a primary-key table: row i of rows (the table schema) is routed
+ * by its partition (created on the fly when 'table.partition.dynamic-creation' is true,
+ * else FR_ENOTFOUND naming the partition) and bucket, then applied with fr_kv_write (ops,
+ * target_columns, idempotence: see kv.h). *changed (may be NULL) counts keys whose stored
+ * row changed. FR_EINVAL on a log table. */
+int fr_table_put(fr_table *t, const fr_batch *rows, const uint8_t *ops,
+                 const int *target_columns, int ntarget, int64_t writer_id, int32_t seq,
+                 int64_t *changed, fr_error *err);
+
+/* Point lookups by full primary key: keys holds the key columns in key order (partition
+ * columns included); see fr_kv_lookup for found/out. Reads the KV stores, never scans. */
+int fr_table_lookup(fr_table *t, const fr_batch *keys, bool *found, fr_batch **out,
+                    fr_error *err);
+/* Prefix lookup: values of the first nprefix primary key columns, which must cover the
+ * partition keys and the bucket key (FR_EINVAL otherwise, saying which columns are
+ * needed): one partition, one bucket, a RocksDB prefix scan. */
+int fr_table_prefix_lookup(fr_table *t, const fr_value *prefix, int nprefix,
+                           const int *columns, int ncolumns, fr_kv_rows_fn fn, void *ctx,
+                           fr_error *err);
+/* Reads the current state of a primary-key table (every partition and bucket), projecting
+ * and filtering; partitions whose values rule the filter out are skipped. */
+int fr_table_scan_state(fr_table *t, const int *columns, int ncolumns, const fr_expr *filter,
+                        fr_kv_rows_fn fn, void *ctx, fr_error *err);
+/* The log of one bucket of one partition (partition_id -1 for a table without partitions). */
+fr_log *fr_table_partition_log(fr_table *t, int64_t partition_id, int bucket);
 
 #endif
