@@ -19,6 +19,7 @@
 
 typedef struct fr_engine fr_engine;
 typedef struct fr_table fr_table;
+typedef struct fr_partition fr_partition; /* defined with the partition functions below */
 
 typedef struct fr_engine_options {
     const char *data_dir;
@@ -193,13 +194,13 @@ const int *fr_table_partition_keys(const fr_table *t, int *n);
 
 /* A partition: its id, its name ("dt=2026-11-30/region=eu") and its values as text, one
  * per partition key in key order. */
-typedef struct fr_partition {
+struct fr_partition {
     int64_t id;
     char *name;
     char **values;
     int nvalues;
     int64_t created_ms;
-} fr_partition;
+};
 
 /* Creates or drops a partition named by its values (spec: one {column, value text} per
  * partition key, any order). Dropping removes its data. Errors: FR_EINVAL (not a
