@@ -11,7 +11,9 @@
  * up to which the state is applied (meta key), so at open the state is brought up to date by
  * replaying the log's changelog from that offset; after open the state equals the changelog
  * replayed from offset 0. Keys are fr_key_encode of the primary key columns in declared
- * order; values are fr_row_encode of the whole row.
+ * order; values are fr_row_encode of the whole row. The merge rules, defaults and every
+ * changelog each engine writes are documented in docs/TABLES.md ("Merge engines",
+ * "Changelog").
  *
  * Thread: any. Writes to one fr_kv are serialized inside (the log append included); reads
  * (lookups, scans) run concurrently with writes and see the state as of the last completed
@@ -63,9 +65,13 @@ int fr_delete_behavior_parse(const char *s, fr_delete_behavior *out, fr_error *e
 int fr_changelog_image_parse(const char *s, fr_changelog_image *out, fr_error *err);
 const char *fr_merge_engine_name(fr_merge_engine m);
 const char *fr_agg_fn_name(fr_agg_fn f);
-/* Whether fn can aggregate a column of type t (sum: numerics; bool_and: BOOLEAN; listagg:
- * strings; rbm32/rbm64: BYTES; max/min: comparable types; last/first: any). */
+/* Whether fn can aggregate a column of type t (sum, product: numerics; bool_and, bool_or:
+ * BOOLEAN; listagg: strings; rbm32/rbm64: BYTES; max/min: numerics, strings and temporal
+ * types; last/first: any). */
 bool fr_agg_fn_accepts(fr_agg_fn fn, const fr_type *t);
+/* The delete behavior a table has when 'table.delete.behavior' is not set: ignore for
+ * first_row, versioned and aggregation, allow for last_row (as Fluss). */
+fr_delete_behavior fr_delete_behavior_default(fr_merge_engine m);
 
 /* How a table's rows merge; the arrays are owned by the caller and copied by fr_kv_open. */
 typedef struct fr_kv_spec {
@@ -73,10 +79,14 @@ typedef struct fr_kv_spec {
     const int *pk;                  /* primary key columns, in key order */
     int npk;
     fr_merge_engine merge;
-    int version_column;             /* FR_MERGE_VERSIONED: the version column's index */
-    const fr_agg_fn *aggs;          /* FR_MERGE_AGGREGATION: one per schema column (pk ignored) */
-    const char *const *listagg_delimiters; /* per column, NULL for the default "," */
-    fr_delete_behavior delete_behavior;
+    int version_column;             /* FR_MERGE_VERSIONED: the version column's index (INT,
+                                       BIGINT, TIMESTAMP or TIMESTAMP_LTZ); else ignored */
+    const fr_agg_fn *aggs;          /* FR_MERGE_AGGREGATION: one per schema column (pk ignored),
+                                       or NULL for last_value_ignore_nulls everywhere */
+    const char *const *listagg_delimiters; /* per column (array or entries may be NULL: the
+                                       default ","); listagg/string_agg columns only */
+    fr_delete_behavior delete_behavior; /* see fr_delete_behavior_default; allow is refused
+                                       for first_row and versioned (as Fluss) */
     fr_changelog_image image;
     fr_compression compression;     /* of the changelog record batches */
     const char *name;               /* for messages: "db.t bucket 3" */
@@ -84,13 +94,26 @@ typedef struct fr_kv_spec {
 
 typedef struct fr_kv fr_kv;
 
+/* Checks a spec without opening anything (for CREATE TABLE): the primary key (1..
+ * FR_SCHEMA_COLUMNS_MAX distinct columns, NOT NULL types), the version column's type, each
+ * aggregate function against its column's type, delete behavior allowed by the engine.
+ * FR_EINVAL with a message naming the column or option. */
+int fr_kv_spec_check(const fr_kv_spec *spec, fr_error *err);
+
 /* Opens (creating) the KV store in dir for the bucket whose log is `log` (borrowed: it must
  * outlive the fr_kv), and recovers: reads the persisted applied offset and replays the log's
- * changelog from there to the log's end. */
+ * changelog from there to the log's end. A state ahead of the log (the log lost a tail that
+ * was not flushed) is rebuilt from offset 0 when the log still starts at 0; a state that
+ * needs changelog the log no longer holds is FR_ECORRUPT. Errors: those of
+ * fr_kv_spec_check, FR_EIO (RocksDB), FR_ECORRUPT, FR_ENOMEM. */
 int fr_kv_open(const char *dir, fr_log *log, const fr_kv_spec *spec, fr_kv **out,
                fr_error *err);
-/* Flushes RocksDB's memtable (so the next open replays less) and closes. */
+/* Flushes RocksDB's memtable (so the next open replays less) and closes. NULL is a no-op.
+ * No other call may be running. */
 void fr_kv_close(fr_kv *kv);
+/* Tests: closes without flushing, so the writes since the last flush are lost from RocksDB
+ * as in a crash (the log still holds them and the next open replays them). */
+void fr_kv_close_noflush(fr_kv *kv);
 
 typedef enum fr_kv_op {
     FR_KV_UPSERT = 0,
@@ -106,38 +129,51 @@ typedef struct fr_kv_write_result {
 /* Applies a batch of writes: row i of `rows` (the table schema) is an upsert or a delete
  * (ops[i]; NULL means all upserts). A delete needs only the key columns. target_columns
  * (NULL for all) makes upserts partial: only those columns are set, the others keep the
- * stored value (last_row only; the targets must include the whole primary key and the other
- * columns must be nullable). writer_id/seq: idempotent retries (see fr_log_append);
- * a duplicate is FR_EDUPLICATE with nothing applied. Returns once the changelog is durable
- * and the state applied. Errors: FR_EINVAL (a NULL key, a delete on a table whose
- * delete behavior is disable, target columns not allowed), FR_EIO. */
+ * stored value, and a delete clears only the target columns (the row goes when every other
+ * column is NULL). Partial writes are for last_row and aggregation (as Fluss); the targets
+ * must include the whole primary key and every non-key column must be nullable. Targets
+ * naming every column are a full write. writer_id/seq: idempotent retries (see
+ * fr_log_append); a duplicate is FR_EDUPLICATE with nothing applied (also for a batch that
+ * changed nothing, while the fr_kv stays open). Returns once the changelog is durable and
+ * the state applied. The whole batch is checked before anything is applied. Errors:
+ * FR_EINVAL (a NULL key, a delete on a table whose delete behavior is disable, target
+ * columns not allowed, a malformed bitmap for rbm32/rbm64, a schema other than the
+ * table's), FR_ERANGE (an aggregate that does not fit its column: listagg past a
+ * VARCHAR(n)), FR_ELIMIT (a changelog past the record batch limits), FR_EIO; FR_ESTATE
+ * after a failed RocksDB write (the state is behind the log: reopen to recover). */
 int fr_kv_write(fr_kv *kv, const fr_batch *rows, const uint8_t *ops,
                 const int *target_columns, int ntarget, int64_t writer_id, int32_t seq,
                 fr_kv_write_result *result, fr_error *err);
 
-/* Point lookups: row i of `keys` (its columns are the primary key columns, in key order)
- * looks up one key. *out is a new batch in the table schema with one row per key found,
- * and found[i] (caller-allocated, keys rows) says whether key i was found; rows come in key
- * order of the input, found ones only. */
+/* Point lookups: row i of `keys` (its columns are the primary key columns, in key order;
+ * values of another type are cast to the key column's type) looks up one key. *out is a new
+ * batch in the table schema with one row per key found, and found[i] (caller-allocated,
+ * keys rows) says whether key i was found; rows come in the order of the input, found ones
+ * only. A key with a NULL is not found. All keys are read from one snapshot. */
 int fr_kv_lookup(fr_kv *kv, const fr_batch *keys, bool *found, fr_batch **out,
                  fr_error *err);
 
-/* Prefix lookup: `prefix` holds the values of the first nprefix primary key columns; every
- * stored row whose key starts with them is returned, in key order, in batches of the
- * projected columns (NULL for all) through fn (the batch is the callee's). A RocksDB prefix
- * scan. */
+/* Callbacks of lookups and scans: the batch is the callee's to free. A negative return is
+ * an error (fill err) that the read returns; a positive return stops the read early (the
+ * read then returns 0). */
 typedef int (*fr_kv_rows_fn)(void *ctx, fr_batch *batch, fr_error *err);
+
+/* Prefix lookup: `prefix` holds the values of the first nprefix (1..npk) primary key
+ * columns (cast to their types when they differ; a NULL matches nothing); every stored row
+ * whose key starts with them is returned, in key order, in batches of up to 4096 rows of the
+ * projected columns (NULL for all) through fn. A RocksDB prefix scan over one snapshot. */
 int fr_kv_prefix_lookup(fr_kv *kv, const fr_value *prefix, int nprefix, const int *columns,
                         int ncolumns, fr_kv_rows_fn fn, void *ctx, fr_error *err);
 
 /* Scans the current state (a RocksDB snapshot), in key order, projecting columns and
  * filtering rows with a predicate bound to the table schema (or NULL). Batches of up to
- * batch_rows rows go to fn. */
+ * batch_rows rows (<= 0: 4096) go to fn; batches left empty by the filter are not passed. */
 int fr_kv_scan(fr_kv *kv, const int *columns, int ncolumns, const fr_expr *filter,
                int64_t batch_rows, fr_kv_rows_fn fn, void *ctx, fr_error *err);
 
 /* The log offset up to which the state is applied, and an estimate of the stored bytes and
- * keys (for metrics and DESCRIBE). */
+ * keys (for metrics and DESCRIBE; the key count is exact for FULL changelog images, RocksDB's
+ * estimate for WAL images, where upserts are not looked up). */
 int64_t fr_kv_applied_offset(fr_kv *kv);
 int64_t fr_kv_size_bytes(fr_kv *kv);
 int64_t fr_kv_num_keys(fr_kv *kv);
