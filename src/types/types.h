@@ -210,10 +210,16 @@ int fr_double_format(double f, bool is_float, char *out, size_t cap);
  * value whose type does not match; FR_ELIMIT past FR_KEY_BYTES_MAX. */
 int fr_key_encode(const fr_type *types, const fr_value *values, int n, fr_buf *out,
                   fr_error *err);
-/* Decodes n key values from p. String and bytes values point into p. *used (may be NULL)
- * is the number of bytes consumed. Every length is checked: FR_ECORRUPT on bad input. */
+/* Decodes n key values from p (n may be fewer than the key's columns: a prefix). String and
+ * bytes values point into p, except that a value holding a zero byte is stored escaped and
+ * cannot: fr_key_decode fails on it with FR_EUNSUPPORTED, fr_key_decode_arena copies it
+ * into `arena` memory (living as long as the arena). *used (may be NULL) is the number of
+ * bytes consumed. Every length is checked: FR_ECORRUPT on bad input, including bytes that
+ * fr_key_encode would not write (so a decoded key re-encodes to the same bytes). */
 int fr_key_decode(const uint8_t *p, size_t len, const fr_type *types, int n,
                   fr_value *values, size_t *used, fr_error *err);
+int fr_key_decode_arena(const uint8_t *p, size_t len, const fr_type *types, int n,
+                        fr_arena *arena, fr_value *values, size_t *used, fr_error *err);
 
 /* ---- compact row encoding ---------------------------------------------------------------- */
 

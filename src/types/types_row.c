@@ -1,0 +1,287 @@
+/* types_row.c — the compact row encoding (fr_row_encode, fr_row_schema_id, fr_row_decode):
+ * the value a primary-key table's KV store keeps for each key.
+ *
+ * Layout (docs/FORMAT.md, "Key and row encodings"): varint schema id, a null bitmap of
+ * ceil(nfields / 8) bytes (bit i % 8 of byte i / 8 set when field i is NULL), then each
+ * non-null value in field order. Invariants: a row names the schema version that wrote it;
+ * each row has one encoding (NaN is written as one NaN, varints in their shortest form,
+ * unused bitmap bits zero), so decoding accepts only bytes that re-encode to themselves. */
+#include <assert.h>
+#include <inttypes.h>
+#include <math.h>
+
+#include "types/types_codec.h"
+#include "types/types_int.h"
+
+#define FR_ROW_FLOAT_NAN 0x7fc00000u
+#define FR_ROW_DOUBLE_NAN 0x7ff8000000000000ull
+/* DECIMAL(p, s) with p up to this many digits is a zigzag varint; wider ones take 16 bytes. */
+#define FR_ROW_DECIMAL_VARINT_DIGITS 18
+
+/* ---- encoding ------------------------------------------------------------------------- */
+
+static int fr_row_put_varint(fr_buf *out, uint64_t v, fr_error *err)
+{
+    uint8_t tmp[10];
+    return fr_buf_append(out, tmp, fr_varint_put(tmp, v), err);
+}
+
+static int fr_row_put_text(const fr_value *v, size_t start, fr_buf *out, fr_error *err)
+{
+    size_t n = v->v.s.len;
+    FR_CHECK(n <= FR_ROW_BYTES_MAX && out->len - start + n <= FR_ROW_BYTES_MAX, FR_ELIMIT,
+             err, "the row is longer than %d bytes", FR_ROW_BYTES_MAX);
+    FR_TRY(fr_row_put_varint(out, n, err));
+    return fr_buf_append(out, v->v.s.ptr, n, err);
+}
+
+static int fr_row_put_value(const fr_type *t, const fr_value *v, size_t start, fr_buf *out,
+                            fr_error *err)
+{
+    uint8_t tmp[16];
+    switch (t->id) {
+    case FR_T_BOOLEAN:
+        tmp[0] = v->v.b ? 1 : 0;
+        return fr_buf_append(out, tmp, 1, err);
+    case FR_T_FLOAT: {
+        float f = (float)v->v.f;
+        uint32_t bits = FR_ROW_FLOAT_NAN;
+        if (!isnan(f)) memcpy(&bits, &f, 4);
+        fr_put_u32le(tmp, bits);
+        return fr_buf_append(out, tmp, 4, err);
+    }
+    case FR_T_DOUBLE: {
+        uint64_t bits = FR_ROW_DOUBLE_NAN;
+        if (!isnan(v->v.f)) memcpy(&bits, &v->v.f, 8);
+        fr_put_u64le(tmp, bits);
+        return fr_buf_append(out, tmp, 8, err);
+    }
+    case FR_T_DECIMAL:
+        if (t->precision <= FR_ROW_DECIMAL_VARINT_DIGITS)
+            return fr_row_put_varint(out, fr_zigzag_enc((int64_t)v->v.d), err);
+        fr_put_u64le(tmp, (uint64_t)v->v.d);
+        fr_put_u64le(tmp + 8, (uint64_t)((unsigned __int128)v->v.d >> 64));
+        return fr_buf_append(out, tmp, 16, err);
+    case FR_T_CHAR:
+    case FR_T_VARCHAR:
+    case FR_T_STRING:
+    case FR_T_BYTES:
+        return fr_row_put_text(v, start, out, err);
+    default:
+        return fr_row_put_varint(out, fr_zigzag_enc(v->v.i), err);
+    }
+}
+
+static int fr_row_encode_fields(const fr_schema *s, const fr_value *values, size_t start,
+                                fr_buf *out, fr_error *err)
+{
+    int32_t id = fr_schema_id(s);
+    FR_CHECK(id >= 0, FR_EINVAL, err, "schema id %d is negative", id);
+    FR_TRY(fr_row_put_varint(out, (uint64_t)id, err));
+    int nf = fr_schema_num_fields(s);
+    size_t bitmap = out->len;
+    FR_TRY(fr_buf_append_zeros(out, ((size_t)nf + 7) / 8, err));
+    for (int i = 0; i < nf; i++) {
+        const fr_field *f = fr_schema_field(s, i);
+        const fr_value *v = &values[i];
+        int rc;
+        if (v->is_null) {
+            rc = f->type.nullable ? FR_OK : fr_fail(err, FR_EINVAL, "NULL in a NOT NULL field");
+            if (rc == FR_OK) out->data[bitmap + (size_t)i / 8] |= (uint8_t)(1u << (i % 8));
+        } else {
+            rc = fr_codec_check_value(v, &f->type, err);
+            if (rc == FR_OK) rc = fr_row_put_value(&f->type, v, start, out, err);
+        }
+        if (rc < 0) {
+            fr_error_wrap(err, "field '%s'", f->name);
+            return rc;
+        }
+    }
+    FR_CHECK(out->len - start <= FR_ROW_BYTES_MAX, FR_ELIMIT, err,
+             "the row is longer than %d bytes", FR_ROW_BYTES_MAX);
+    return FR_OK;
+}
+
+int fr_row_encode(const fr_schema *s, const fr_value *values, fr_buf *out, fr_error *err)
+{
+    size_t start = out->len;
+    int rc = fr_row_encode_fields(s, values, start, out, err);
+    if (rc < 0) out->len = start;
+    return rc;
+}
+
+/* ---- decoding ------------------------------------------------------------------------- */
+
+typedef struct fr_row_reader {
+    const uint8_t *p;
+    size_t n;
+    size_t pos;
+} fr_row_reader;
+
+static int fr_row_get_varint(fr_row_reader *r, uint64_t *v, fr_error *err)
+{
+    size_t used = fr_codec_varint_get(r->p + r->pos, r->n - r->pos, v);
+    FR_CHECK(used > 0, FR_ECORRUPT, err, "a bad or truncated varint at byte %zu", r->pos);
+    r->pos += used;
+    return FR_OK;
+}
+
+static int fr_row_get_bytes(fr_row_reader *r, size_t n, const uint8_t **out, fr_error *err)
+{
+    FR_CHECK(n <= r->n - r->pos, FR_ECORRUPT, err,
+             "%zu bytes needed at byte %zu, %zu left", n, r->pos, r->n - r->pos);
+    *out = r->p + r->pos;
+    r->pos += n;
+    return FR_OK;
+}
+
+static int fr_row_get_schema_id(fr_row_reader *r, int32_t *id, fr_error *err)
+{
+    uint64_t u = 0;
+    FR_TRY(fr_row_get_varint(r, &u, err));
+    FR_CHECK(u <= INT32_MAX, FR_ECORRUPT, err, "schema id %" PRIu64 " out of range", u);
+    *id = (int32_t)u;
+    return FR_OK;
+}
+
+static int fr_row_get_int(fr_row_reader *r, const fr_type *t, fr_value *v, fr_error *err)
+{
+    uint64_t u = 0;
+    int64_t lo, hi;
+    char tn[64];
+    FR_TRY(fr_row_get_varint(r, &u, err));
+    v->v.i = fr_zigzag_dec(u);
+    fr_codec_int_range(t, &lo, &hi);
+    FR_CHECK(v->v.i >= lo && v->v.i <= hi, FR_ECORRUPT, err, "%" PRId64 " is out of %s",
+             v->v.i, fr_type_name_buf(t, tn, sizeof tn));
+    return FR_OK;
+}
+
+static int fr_row_get_decimal(fr_row_reader *r, const fr_type *t, fr_value *v, fr_error *err)
+{
+    if (t->precision <= FR_ROW_DECIMAL_VARINT_DIGITS) {
+        uint64_t u = 0;
+        FR_TRY(fr_row_get_varint(r, &u, err));
+        v->v.d = fr_zigzag_dec(u);
+    } else {
+        const uint8_t *b = NULL;
+        FR_TRY(fr_row_get_bytes(r, 16, &b, err));
+        unsigned __int128 x = ((unsigned __int128)fr_get_u64le(b + 8) << 64) | fr_get_u64le(b);
+        v->v.d = (fr_i128)x;
+    }
+    FR_CHECK(fr_decimal_fits(v->v.d, t->precision), FR_ECORRUPT, err,
+             "a decimal with more than %d digits", t->precision);
+    return FR_OK;
+}
+
+static int fr_row_get_float(fr_row_reader *r, const fr_type *t, fr_value *v, fr_error *err)
+{
+    const uint8_t *b = NULL;
+    if (t->id == FR_T_FLOAT) {
+        FR_TRY(fr_row_get_bytes(r, 4, &b, err));
+        uint32_t bits = fr_get_u32le(b);
+        float f;
+        memcpy(&f, &bits, 4);
+        FR_CHECK(!isnan(f) || bits == FR_ROW_FLOAT_NAN, FR_ECORRUPT, err,
+                 "a FLOAT NaN not in canonical form (bits 0x%08x)", bits);
+        v->v.f = f;
+        return FR_OK;
+    }
+    FR_TRY(fr_row_get_bytes(r, 8, &b, err));
+    uint64_t bits = fr_get_u64le(b);
+    memcpy(&v->v.f, &bits, 8);
+    FR_CHECK(!isnan(v->v.f) || bits == FR_ROW_DOUBLE_NAN, FR_ECORRUPT, err,
+             "a DOUBLE NaN not in canonical form (bits 0x%016" PRIx64 ")", bits);
+    return FR_OK;
+}
+
+static int fr_row_get_text(fr_row_reader *r, const fr_type *t, fr_value *v, fr_error *err)
+{
+    uint64_t n = 0;
+    FR_TRY(fr_row_get_varint(r, &n, err));
+    FR_CHECK(n <= FR_ROW_BYTES_MAX, FR_ECORRUPT, err, "a %" PRIu64 "-byte string", n);
+    FR_TRY(fr_row_get_bytes(r, (size_t)n, &v->v.s.ptr, err));
+    v->v.s.len = (size_t)n;
+    if (fr_text_check_length(v->v.s.ptr, v->v.s.len, t, err) < 0) {
+        if (err) err->code = FR_ECORRUPT;
+        return FR_ECORRUPT;
+    }
+    return FR_OK;
+}
+
+static int fr_row_get_value(fr_row_reader *r, const fr_type *t, fr_value *v, fr_error *err)
+{
+    const uint8_t *b = NULL;
+    switch (t->id) {
+    case FR_T_BOOLEAN:
+        FR_TRY(fr_row_get_bytes(r, 1, &b, err));
+        FR_CHECK(b[0] <= 1, FR_ECORRUPT, err, "a BOOLEAN byte of %u", b[0]);
+        v->v.b = b[0] == 1;
+        return FR_OK;
+    case FR_T_FLOAT:
+    case FR_T_DOUBLE:
+        return fr_row_get_float(r, t, v, err);
+    case FR_T_DECIMAL:
+        return fr_row_get_decimal(r, t, v, err);
+    case FR_T_CHAR:
+    case FR_T_VARCHAR:
+    case FR_T_STRING:
+    case FR_T_BYTES:
+        return fr_row_get_text(r, t, v, err);
+    default:
+        return fr_row_get_int(r, t, v, err);
+    }
+}
+
+int fr_row_schema_id(const uint8_t *p, size_t len, int32_t *schema_id, fr_error *err)
+{
+    fr_row_reader r = {p, len, 0};
+    int rc = fr_row_get_schema_id(&r, schema_id, err);
+    if (rc < 0) fr_error_wrap(err, "row");
+    return rc;
+}
+
+static int fr_row_decode_fields(fr_row_reader *r, const fr_schema *s, fr_value *values,
+                                fr_error *err)
+{
+    int32_t id = 0;
+    FR_TRY(fr_row_get_schema_id(r, &id, err));
+    FR_CHECK(id == fr_schema_id(s), FR_ECORRUPT, err, "written with schema %d, expected %d",
+             id, fr_schema_id(s));
+    int nf = fr_schema_num_fields(s);
+    const uint8_t *bitmap = NULL;
+    FR_TRY(fr_row_get_bytes(r, ((size_t)nf + 7) / 8, &bitmap, err));
+    if (nf % 8 != 0)
+        FR_CHECK((bitmap[nf / 8] >> (nf % 8)) == 0, FR_ECORRUPT, err,
+                 "null bitmap bits set past the last of %d fields", nf);
+    for (int i = 0; i < nf; i++) {
+        const fr_field *f = fr_schema_field(s, i);
+        bool is_null = (bitmap[i / 8] >> (i % 8)) & 1;
+        values[i] = fr_value_null(f->type);
+        int rc = FR_OK;
+        if (is_null && !f->type.nullable) {
+            rc = fr_fail(err, FR_ECORRUPT, "NULL in a NOT NULL field");
+        } else if (!is_null) {
+            values[i].is_null = false;
+            rc = fr_row_get_value(r, &f->type, &values[i], err);
+        }
+        if (rc < 0) {
+            fr_error_wrap(err, "field '%s'", f->name);
+            return rc;
+        }
+    }
+    FR_CHECK(r->pos == r->n, FR_ECORRUPT, err, "%zu bytes after the last field",
+             r->n - r->pos);
+    return FR_OK;
+}
+
+int fr_row_decode(const uint8_t *p, size_t len, const fr_schema *s, fr_value *values,
+                  fr_error *err)
+{
+    fr_row_reader r = {p, len, 0};
+    int rc = len <= FR_ROW_BYTES_MAX
+                 ? fr_row_decode_fields(&r, s, values, err)
+                 : fr_fail(err, FR_ECORRUPT, "%zu bytes, more than %d", len, FR_ROW_BYTES_MAX);
+    if (rc < 0) fr_error_wrap(err, "row");
+    return rc;
+}
