@@ -244,10 +244,6 @@ int fr_row_schema_id(const uint8_t *p, size_t len, int32_t *schema_id, fr_error 
 static int fr_row_decode_fields(fr_row_reader *r, const fr_schema *s, fr_value *values,
                                 fr_error *err)
 {
-    int32_t id = 0;
-    FR_TRY(fr_row_get_schema_id(r, &id, err));
-    FR_CHECK(id == fr_schema_id(s), FR_ECORRUPT, err, "written with schema %d, expected %d",
-             id, fr_schema_id(s));
     int nf = fr_schema_num_fields(s);
     const uint8_t *bitmap = NULL;
     FR_TRY(fr_row_get_bytes(r, ((size_t)nf + 7) / 8, &bitmap, err));
@@ -279,9 +275,14 @@ int fr_row_decode(const uint8_t *p, size_t len, const fr_schema *s, fr_value *va
                   fr_error *err)
 {
     fr_row_reader r = {p, len, 0};
+    int32_t id = 0;
     int rc = len <= FR_ROW_BYTES_MAX
-                 ? fr_row_decode_fields(&r, s, values, err)
+                 ? fr_row_get_schema_id(&r, &id, err)
                  : fr_fail(err, FR_ECORRUPT, "%zu bytes, more than %d", len, FR_ROW_BYTES_MAX);
+    if (rc == FR_OK && id != fr_schema_id(s))
+        return fr_fail(err, FR_ECORRUPT, "row written with schema %d, expected %d", id,
+                       fr_schema_id(s));
+    if (rc == FR_OK) rc = fr_row_decode_fields(&r, s, values, err);
     if (rc < 0) fr_error_wrap(err, "row");
     return rc;
 }
