@@ -94,10 +94,10 @@ typedef struct fr_kv_spec {
 
 typedef struct fr_kv fr_kv;
 
-/* Checks a spec without opening anything (for CREATE TABLE): the primary key (1..
- * FR_SCHEMA_COLUMNS_MAX distinct columns, NOT NULL types), the version column's type, each
- * aggregate function against its column's type, delete behavior allowed by the engine.
- * FR_EINVAL with a message naming the column or option. */
+/* Checks a spec without opening anything (for CREATE TABLE): the primary key (distinct
+ * columns of the schema; a NULL key value is refused by each write), the version column's
+ * type, each aggregate function against its column's type, the delete behavior against
+ * the engine. FR_EINVAL with a message naming the column or option. */
 int fr_kv_spec_check(const fr_kv_spec *spec, fr_error *err);
 
 /* Opens (creating) the KV store in dir for the bucket whose log is `log` (borrowed: it must
