@@ -1,7 +1,7 @@
 /* arrow_codec.c — the per-buffer codecs of Arrow IPC BodyCompression: ZSTD (one frame) and
- * LZ4 frame format. Each thread keeps its own compression contexts, created on first use
- * and freed when the thread exits, because creating a context per buffer costs more than
- * compressing a small buffer. */
+ * LZ4 frame format. Each thread keeps its own compression and decompression contexts (ZSTD
+ * and LZ4F), created on first use and freed when the thread exits, because creating a
+ * context per buffer costs more than compressing a small buffer. */
 #include <lz4frame.h>
 #include <pthread.h>
 #include <strings.h>
@@ -9,13 +9,20 @@
 
 #include "arrow/arrow_internal.h"
 
-/* ZSTD level 1: the write path is latency sensitive, and log segments are recompressed
- * anyway when tiered into the lake. */
+/* ZSTD level 1. The write path compresses every buffer of every appended batch, so speed
+ * comes first, but the ratio must stay useful. Measured per buffer of ~97 KB with
+ * libzstd 1.5.4 on one core: on English text, level 1 gives 0.26 of the size at ~350 MB/s,
+ * level 3 0.24 at ~240 MB/s, levels -1/-3/-5 0.32/0.34/0.38 at ~370-410 MB/s; on random
+ * printable strings level 1 gives 0.83 at ~530 MB/s while every negative level stores
+ * them raw (1.00: negative levels skip the entropy coding of literals) and gains nothing
+ * in speed when that coding is turned back on. Level 1 is the fastest level that keeps
+ * the entropy coder; the lake recompresses when data is tiered. */
 #define FR_ZSTD_LEVEL 1
 
 typedef struct fr_codec_ctx {
     ZSTD_CCtx *zc;
     ZSTD_DCtx *zd;
+    LZ4F_cctx *lc;
     LZ4F_dctx *ld;
 } fr_codec_ctx;
 
@@ -29,6 +36,7 @@ static void fr_codec_ctx_free(void *p)
     if (!c) return;
     ZSTD_freeCCtx(c->zc);
     ZSTD_freeDCtx(c->zd);
+    if (c->lc) LZ4F_freeCompressionContext(c->lc);
     if (c->ld) LZ4F_freeDecompressionContext(c->ld);
     fr_free(c);
 }
@@ -53,30 +61,65 @@ static fr_codec_ctx *fr_codec_ctx_get(fr_error *err)
     return c;
 }
 
+/* The LZ4 frame settings for n bytes, as LZ4F_compressFrame would choose them: the
+ * smallest block size that holds the buffer, independent blocks, every block written at
+ * once (no copy into the context's own buffer), and the content size in the frame header
+ * so that readers can size their output. */
+static LZ4F_preferences_t fr_lz4_prefs(size_t n)
+{
+    LZ4F_preferences_t prefs = {0};
+    prefs.frameInfo.contentSize = n;
+    prefs.frameInfo.blockMode = LZ4F_blockIndependent;
+    prefs.frameInfo.blockSizeID = n <= (64u << 10)   ? LZ4F_max64KB
+                                  : n <= (256u << 10) ? LZ4F_max256KB
+                                  : n <= (1u << 20)   ? LZ4F_max1MB
+                                                      : LZ4F_max4MB;
+    prefs.autoFlush = 1;
+    return prefs;
+}
+
 size_t fr_codec_bound(fr_compression codec, size_t n)
 {
     if (codec == FR_COMPRESSION_ZSTD) return ZSTD_compressBound(n);
-    LZ4F_preferences_t prefs = {.frameInfo.contentSize = n};
+    LZ4F_preferences_t prefs = fr_lz4_prefs(n);
     return LZ4F_compressFrameBound(n, &prefs);
+}
+
+/* One LZ4 frame with the thread's reused context. cap >= fr_codec_bound(LZ4_FRAME, n). */
+static int fr_lz4_compress(fr_codec_ctx *c, const uint8_t *src, size_t n, uint8_t *dst,
+                           size_t cap, size_t *len, fr_error *err)
+{
+    if (!c->lc && LZ4F_isError(LZ4F_createCompressionContext(&c->lc, LZ4F_VERSION))) {
+        c->lc = NULL;
+        return fr_fail(err, FR_ENOMEM, "out of memory creating an LZ4 context");
+    }
+    LZ4F_preferences_t prefs = fr_lz4_prefs(n);
+    size_t at = LZ4F_compressBegin(c->lc, dst, cap, &prefs), r = at;
+    if (!LZ4F_isError(r)) {
+        r = LZ4F_compressUpdate(c->lc, dst + at, cap - at, src, n, NULL);
+        if (!LZ4F_isError(r)) {
+            at += r;
+            r = LZ4F_compressEnd(c->lc, dst + at, cap - at, NULL);
+            at += LZ4F_isError(r) ? 0 : r;
+        }
+    }
+    /* A failed frame leaves the context mid-frame; the next Begin starts it afresh. */
+    if (LZ4F_isError(r))
+        return fr_fail(err, FR_EIO, "LZ4 compression failed: %s", LZ4F_getErrorName(r));
+    *len = at;
+    return 0;
 }
 
 int fr_codec_compress(fr_compression codec, const uint8_t *src, size_t n, uint8_t *dst,
                       size_t cap, size_t *len, fr_error *err)
 {
-    if (codec == FR_COMPRESSION_ZSTD) {
-        fr_codec_ctx *c = fr_codec_ctx_get(err);
-        if (!c) return FR_ENOMEM;
-        if (!c->zc && !(c->zc = ZSTD_createCCtx()))
-            return fr_fail(err, FR_ENOMEM, "out of memory creating a ZSTD context");
-        size_t r = ZSTD_compressCCtx(c->zc, dst, cap, src, n, FR_ZSTD_LEVEL);
-        if (ZSTD_isError(r)) return fr_fail(err, FR_EIO, "ZSTD compression failed: %s", ZSTD_getErrorName(r));
-        *len = r;
-        return 0;
-    }
-    /* The frame records the content size so that readers can size their output. */
-    LZ4F_preferences_t prefs = {.frameInfo.contentSize = n};
-    size_t r = LZ4F_compressFrame(dst, cap, src, n, &prefs);
-    if (LZ4F_isError(r)) return fr_fail(err, FR_EIO, "LZ4 compression failed: %s", LZ4F_getErrorName(r));
+    fr_codec_ctx *c = fr_codec_ctx_get(err);
+    if (!c) return FR_ENOMEM;
+    if (codec == FR_COMPRESSION_LZ4_FRAME) return fr_lz4_compress(c, src, n, dst, cap, len, err);
+    if (!c->zc && !(c->zc = ZSTD_createCCtx()))
+        return fr_fail(err, FR_ENOMEM, "out of memory creating a ZSTD context");
+    size_t r = ZSTD_compressCCtx(c->zc, dst, cap, src, n, FR_ZSTD_LEVEL);
+    if (ZSTD_isError(r)) return fr_fail(err, FR_EIO, "ZSTD compression failed: %s", ZSTD_getErrorName(r));
     *len = r;
     return 0;
 }

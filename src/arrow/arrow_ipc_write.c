@@ -81,6 +81,38 @@ static int fr_ipc_put_buffer(fr_buf *out, size_t body_at, size_t buffers_at, int
     return 0;
 }
 
+/* The most bytes one body buffer of n bytes takes: the length prefix and the larger of the
+ * compressed bound and the raw bytes (stored when compression does not help), padded. */
+static size_t fr_ipc_buffer_bound(size_t n, fr_compression codec)
+{
+    if (n == 0) return 0;
+    if (codec == FR_COMPRESSION_NONE) return n + 7;
+    size_t bound = fr_codec_bound(codec, n);
+    return 8 + (bound > n ? bound : n) + 8;
+}
+
+/* The most bytes the body of b takes (an upper bound, used to reserve it at once). */
+static size_t fr_ipc_body_bound(const fr_batch *b, fr_compression codec)
+{
+    size_t total = 0;
+    for (int i = 0; i < b->ncols; i++) {
+        const fr_column *c = &b->cols[i];
+        int64_t rows = b->rows;
+        total += fr_ipc_buffer_bound(c->null_count > 0 ? (size_t)fr_bitmap_bytes(rows) : 0, codec);
+        switch (fr_arrow_phys(&c->type)) {
+        case FR_PHYS_BOOL: total += fr_ipc_buffer_bound((size_t)fr_bitmap_bytes(rows), codec); break;
+        case FR_PHYS_FIXED:
+            total += fr_ipc_buffer_bound((size_t)rows * (size_t)fr_arrow_width(&c->type), codec);
+            break;
+        case FR_PHYS_VAR:
+            total += fr_ipc_buffer_bound(4 * (size_t)(rows + 1), codec);
+            total += fr_ipc_buffer_bound((size_t)c->offsets[rows], codec);
+            break;
+        }
+    }
+    return total;
+}
+
 int fr_ipc_write_batch(const fr_batch *b, fr_compression codec, fr_buf *out, fr_error *err)
 {
     size_t start = out->len, nodes_at, buffers_at, body_length_at;
@@ -93,6 +125,9 @@ int fr_ipc_write_batch(const fr_batch *b, fr_compression codec, fr_buf *out, fr_
         fr_put_u64le(out->data + nodes_at + 16 * (size_t)i, (uint64_t)b->rows);
         fr_put_u64le(out->data + nodes_at + 16 * (size_t)i + 8, (uint64_t)b->cols[i].null_count);
     }
+    /* One reservation for the whole body, so that the buffer does not grow (and copy what
+     * it holds) once per column buffer. */
+    FR_GOTO(fr_buf_reserve(out, fr_ipc_body_bound(b, codec), err));
     size_t body_at = out->len;
     for (int i = 0, k = 0; i < b->ncols; i++) {
         const fr_column *c = &b->cols[i];

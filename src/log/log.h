@@ -135,6 +135,19 @@ int64_t fr_log_fsync_count(fr_log *log);
 int fr_log_append(fr_log *log, uint8_t *batch, size_t len, int64_t *base_offset,
                   fr_error *err);
 
+/* Flags of fr_log_append2. */
+#define FR_LOG_APPEND_VERIFIED 0x1u /* the caller encoded the batch in this process with
+                                     * fr_rb_encode and has not changed it since: the log
+                                     * checks its header and layout but skips the CRC-32C and
+                                     * the IPC message (checked by assert in debug builds) */
+
+/* fr_log_append with flags (0 is fr_log_append). FR_LOG_APPEND_VERIFIED is only for trusted
+ * in-process callers, such as the engine appending what it just encoded: it spares a second
+ * CRC pass over every batch. Bytes from outside the process (a client, a file) must go
+ * through the full check, flags 0. */
+int fr_log_append2(fr_log *log, uint8_t *batch, size_t len, unsigned flags,
+                   int64_t *base_offset, fr_error *err);
+
 int64_t fr_log_start_offset(fr_log *log); /* earliest offset still kept */
 int64_t fr_log_end_offset(fr_log *log);   /* next offset to be assigned (visible end) */
 /* The first offset whose batch's commit timestamp is >= ts, or the end offset. Commit

@@ -193,24 +193,43 @@ static void rb_minmax_bool(const fr_column *c, rb_minmax *mm)
     mm->max.i = any_true ? 1 : 0;
 }
 
+/* The first 8 bytes of a string as a big-endian number, zero-padded when shorter. When the
+ * keys of two strings differ, they order the strings as memcmp-then-length would (a zero
+ * pad sorts a proper prefix first); only equal keys need the full comparison. */
+static uint64_t rb_prefix_key(const uint8_t *s, size_t n)
+{
+    if (n >= 8) return __builtin_bswap64(fr_get_u64le(s));
+    uint64_t k = 0;
+    for (size_t j = 0; j < n; j++) k |= (uint64_t)s[j] << (56 - 8 * j);
+    return k;
+}
+
+/* Strings: most rows fall strictly between the running min and max, which their prefix
+ * keys show without a memcmp; a row whose key ties with a bound is compared in full. */
 static void rb_minmax_var(const fr_column *c, rb_minmax *mm)
 {
+    uint64_t kmin = 0, kmax = 0;
     for (int64_t i = 0; i < c->length; i++) {
         if (c->validity && !rb_valid(c, i)) continue;
         const uint8_t *s = c->values + c->offsets[i];
         size_t n = (size_t)(c->offsets[i + 1] - c->offsets[i]);
+        uint64_t k = rb_prefix_key(s, n);
         if (!mm->has) {
             mm->smin = mm->smax = s;
             mm->smin_len = mm->smax_len = n;
+            kmin = kmax = k;
             mm->has = true;
             continue;
         }
-        if (rb_bytes_cmp(s, n, mm->smin, mm->smin_len) < 0) {
+        if (k > kmin && k < kmax) continue;
+        if (k < kmin || (k == kmin && rb_bytes_cmp(s, n, mm->smin, mm->smin_len) < 0)) {
             mm->smin = s;
             mm->smin_len = n;
-        } else if (rb_bytes_cmp(s, n, mm->smax, mm->smax_len) > 0) {
+            kmin = k;
+        } else if (k > kmax || (k == kmax && rb_bytes_cmp(s, n, mm->smax, mm->smax_len) > 0)) {
             mm->smax = s;
             mm->smax_len = n;
+            kmax = k;
         }
     }
     /* A bound longer than the limit is not stored (a truncated max would not be a bound). */

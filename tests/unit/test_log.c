@@ -154,6 +154,73 @@ static void test_rb_stats_edges(void **state)
     fr_schema_free(s);
 }
 
+/* The string bounds of the statistics against a plain memcmp-then-length reference, over
+ * strings built to tie in their first 8 bytes: short ones, ones with zero bytes, prefixes of
+ * each other, empty ones and nulls. FR_TEST_SEED replays a run. */
+static int ref_bytes_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
+{
+    int c = memcmp(a, b, an < bn ? an : bn);
+    if (c != 0) return c;
+    return an < bn ? -1 : (an > bn ? 1 : 0);
+}
+
+static void test_rb_stats_strings_random(void **state)
+{
+    (void)state;
+    const char *env = getenv("FR_TEST_SEED");
+    unsigned seed = env ? (unsigned)strtoul(env, NULL, 10) : (unsigned)time(NULL);
+    printf("test_rb_stats_strings_random: seed %u (set FR_TEST_SEED to replay)\n", seed);
+    srand(seed);
+    fr_field f = { "s", fr_type_of(FR_T_STRING) };
+    fr_schema *s;
+    fr_error err;
+    assert_int_equal(fr_schema_new(&f, 1, 0, &s, &err), 0);
+    static const uint8_t alphabet[] = { 0, 1, 'a', 'b', 0xff };
+    for (int round = 0; round < 200; round++) {
+        fr_builder *bld;
+        assert_int_equal(fr_builder_new(s, &bld, &err), 0);
+        int rows = 1 + rand() % 40;
+        uint8_t vals[40][20];
+        size_t lens[40];
+        bool null[40];
+        int shared = rand() % 12; /* a common prefix makes the first 8 bytes tie */
+        for (int r = 0; r < rows; r++) {
+            null[r] = rand() % 6 == 0;
+            lens[r] = (size_t)(rand() % 20);
+            for (size_t j = 0; j < lens[r]; j++)
+                vals[r][j] = (int)j < shared ? 'p' : alphabet[rand() % sizeof alphabet];
+            if (null[r]) assert_int_equal(fr_builder_append_null(bld, 0, &err), 0);
+            else assert_int_equal(fr_builder_append_bytes(bld, 0, vals[r], lens[r], &err), 0);
+        }
+        int mn = -1, mx = -1;
+        for (int r = 0; r < rows; r++) {
+            if (null[r]) continue;
+            if (mn < 0 || ref_bytes_cmp(vals[r], lens[r], vals[mn], lens[mn]) < 0) mn = r;
+            if (mx < 0 || ref_bytes_cmp(vals[r], lens[r], vals[mx], lens[mx]) > 0) mx = r;
+        }
+        fr_batch *b;
+        assert_int_equal(fr_builder_finish(bld, &b, &err), 0);
+        fr_builder_free(bld);
+        fr_buf buf;
+        fr_buf_init(&buf);
+        fr_rb_params p = { .writer_id = FR_NO_WRITER, .batch_sequence = -1 };
+        assert_int_equal(fr_rb_encode(b, &p, &buf, &err), 0);
+        fr_rb_view v;
+        assert_int_equal(fr_rb_decode(buf.data, buf.len, &v, &err), 0);
+        fr_column_stats st;
+        assert_int_equal(fr_rb_stats(&v, s, &st, &err), 0);
+        assert_int_equal(st.has_minmax, mn >= 0);
+        if (mn >= 0) {
+            if (ref_bytes_cmp(st.min.v.s.ptr, st.min.v.s.len, vals[mn], lens[mn]) != 0 ||
+                ref_bytes_cmp(st.max.v.s.ptr, st.max.v.s.len, vals[mx], lens[mx]) != 0)
+                fail_msg("seed %u round %d: wrong string bounds", seed, round);
+        }
+        fr_buf_free(&buf);
+        fr_batch_free(b);
+    }
+    fr_schema_free(s);
+}
+
 static void expect_decode(uint8_t *p, size_t n, int code)
 {
     fr_rb_view v;
@@ -318,6 +385,45 @@ static int count_batches(void *ctx, fr_batch *b, const int64_t *offsets, const u
 }
 
 /* Batches whose statistics rule the filter out are skipped without a callback. */
+/* fr_log_append2: a verified append skips the CRC but not the layout checks; the default
+ * still checks the CRC. Batches of every codec read back. */
+static void test_append_verified(void **state)
+{
+    (void)state;
+    char *dir = lt_tmpdir("log-verified");
+    fr_schema *s = lt_schema();
+    fr_log *log;
+    fr_error err;
+    assert_int_equal(fr_log_open(dir, NULL, &log, &err), 0);
+    const fr_compression codecs[] = { FR_COMPRESSION_NONE, FR_COMPRESSION_LZ4_FRAME,
+                                      FR_COMPRESSION_ZSTD };
+    int64_t next = 0;
+    for (int i = 0; i < 3; i++) {
+        fr_buf buf;
+        fr_buf_init(&buf);
+        lt_encode(s, next, 100, FR_NO_WRITER, -1, codecs[i], NULL, &buf);
+        int64_t base = -1;
+        assert_int_equal(
+            fr_log_append2(log, buf.data, buf.len, FR_LOG_APPEND_VERIFIED, &base, &err), 0);
+        assert_int_equal(base, next);
+        next += 100;
+        /* A wrong length is caught even for a verified batch. */
+        assert_int_equal(
+            fr_log_append2(log, buf.data, buf.len - 8, FR_LOG_APPEND_VERIFIED, &base, &err),
+            FR_ECORRUPT);
+        /* A flipped bit in the body is caught by the default check. */
+        buf.data[buf.len - 16] ^= 1;
+        assert_int_equal(fr_log_append2(log, buf.data, buf.len, 0, &base, &err), FR_ECORRUPT);
+        assert_non_null(strstr(err.msg, "CRC"));
+        fr_buf_free(&buf);
+    }
+    assert_int_equal(fr_log_end_offset(log), next);
+    lt_check_dense(log, s, 0);
+    fr_log_close(log);
+    fr_schema_free(s);
+    lt_rmdir(dir);
+}
+
 static void test_stats_pruning(void **state)
 {
     (void)state;
@@ -737,8 +843,10 @@ int main(void)
         cmocka_unit_test(test_rb_layout),
         cmocka_unit_test(test_rb_stats),
         cmocka_unit_test(test_rb_stats_edges),
+        cmocka_unit_test(test_rb_stats_strings_random),
         cmocka_unit_test(test_rb_decode_rejects),
         cmocka_unit_test(test_append_read),
+        cmocka_unit_test(test_append_verified),
         cmocka_unit_test(test_stats_pruning),
         cmocka_unit_test(test_segments_roll),
         cmocka_unit_test(test_offset_for_time),
