@@ -9,6 +9,7 @@ packages=(
   build-essential cmake pkg-config clang libclang-rt-14-dev
   libzstd-dev liblz4-dev libjansson-dev libcmocka-dev libedit-dev
   librocksdb-dev libroaring-dev
+  libprotobuf-c-dev protobuf-c-compiler libuv1-dev libmicrohttpd-dev
   nodejs npm
 )
 

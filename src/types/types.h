@@ -207,7 +207,10 @@ int fr_double_format(double f, bool is_float, char *out, size_t cap);
  * NULL) so that memcmp of two encodings orders like the values, column by column, and the
  * encoding of the first k columns is a byte prefix of the encoding of all of them (so a
  * prefix of the key is a RocksDB prefix). Appends to out. FR_EINVAL for a NULL value or a
- * value whose type does not match; FR_ELIMIT past FR_KEY_BYTES_MAX. */
+ * value whose type does not match (another type id, DECIMAL scale or TIME/TIMESTAMP unit, an
+ * integer outside the column's width, a double that is no FLOAT); FR_ERANGE for text longer
+ * than CHAR(n)/VARCHAR(n); FR_ELIMIT past FR_KEY_BYTES_MAX. On error out keeps its length.
+ * Layout: docs/FORMAT.md, "Key and row encodings". */
 int fr_key_encode(const fr_type *types, const fr_value *values, int n, fr_buf *out,
                   fr_error *err);
 /* Decodes n key values from p (n may be fewer than the key's columns: a prefix). String and
@@ -227,7 +230,9 @@ int fr_key_decode_arena(const uint8_t *p, size_t len, const fr_type *types, int 
 
 /* Encodes a whole row (one value per field of s; NULL allowed where the field is nullable)
  * in a compact form that starts with the schema id, so a stored row says which schema
- * version wrote it. Appends to out. */
+ * version wrote it. Appends to out. Errors as fr_key_encode's (FR_EINVAL also for a NULL in
+ * a NOT NULL field or a negative schema id; FR_ELIMIT past FR_ROW_BYTES_MAX), with the
+ * field's name; on error out keeps its length. Layout: docs/FORMAT.md. */
 int fr_row_encode(const fr_schema *s, const fr_value *values, fr_buf *out, fr_error *err);
 /* Reads the schema id of an encoded row without decoding it. */
 int fr_row_schema_id(const uint8_t *p, size_t len, int32_t *schema_id, fr_error *err);

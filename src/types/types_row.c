@@ -266,7 +266,7 @@ static int fr_row_decode_fields(fr_row_reader *r, const fr_schema *s, fr_value *
             return rc;
         }
     }
-    FR_CHECK(r->pos == r->n, FR_ECORRUPT, err, "%zu bytes after the last field",
+    FR_CHECK(r->pos == r->n, FR_ECORRUPT, err, "%zu trailing byte(s) after the last field",
              r->n - r->pos);
     return FR_OK;
 }

@@ -124,7 +124,7 @@ static void test_row_decode_corrupt(void **state)
     expect_corrupt(s, (const uint8_t[]){2, 0x08, 10, 2, 'a', 'b', 0, 0, 0x80, 0x3f}, 10,
                    "bitmap bits set");
     expect_corrupt(s, (const uint8_t[]){2, 0, 10, 2, 'a', 'b', 0, 0, 0x80, 0x3f, 0}, 11,
-                   "1 bytes after the last field");
+                   "1 trailing byte(s) after the last field");
     expect_corrupt(s, (const uint8_t[]){2, 0, 10, 9, 'a', 'b', 0, 0, 0x80, 0x3f}, 10,
                    "9 bytes needed");
     expect_corrupt(s, (const uint8_t[]){2, 0, 10, 4, 'a', 'b', 'c', 'd', 0, 0, 0x80, 0x3f}, 12,
