@@ -33,7 +33,7 @@ static fr_schema *fz_schemas[FZ_NSCHEMAS];
 static fr_schema *fz_make(const fz_schema_def *d)
 {
     fr_field f[FZ_FIELDS_MAX];
-    char names[FZ_FIELDS_MAX][8], tname[32];
+    char names[FZ_FIELDS_MAX][16], tname[32];
     int n = 0;
     for (; n < FZ_FIELDS_MAX && d->types[n]; n++) {
         size_t tl = strlen(d->types[n]);

@@ -27,7 +27,7 @@ static fr_type not_null(fr_type t)
 static fr_schema *make_schema(const fr_type *types, int n, int32_t id)
 {
     fr_field f[64];
-    char names[64][8];
+    char names[64][16];
     assert_true(n <= 64);
     for (int i = 0; i < n; i++) {
         snprintf(names[i], sizeof names[i], "c%d", i);
