@@ -18,6 +18,8 @@
 
 #define FR_SQL_TEXT_BYTES_MAX (16 << 20)
 #define FR_SQL_VALUES_ROWS_MAX 1000000
+#define FR_SQL_PARTITIONS_MAX 1024     /* partitions named by one ALTER TABLE */
+#define FR_SQL_LOOKUP_KEYS_MAX 100000  /* keys (or prefixes) one statement looks up */
 
 /* A session holds the current database (USE). Not thread-safe: one per connection. */
 typedef struct fr_sql_session fr_sql_session;

@@ -1,5 +1,6 @@
-/* sql_ddl.c — statements about the catalog: CREATE/DROP DATABASE and TABLE, SHOW
- * DATABASES, SHOW TABLES, SHOW CREATE TABLE, DESCRIBE and USE. Each runs through engine.h
+/* sql_ddl.c — statements about the catalog: CREATE/DROP DATABASE and TABLE (with PRIMARY
+ * KEY and PARTITIONED BY), SHOW DATABASES, SHOW TABLES, SHOW CREATE TABLE, DESCRIBE and
+ * USE; the partition statements are in sql_partition.c. Each runs through engine.h
  * and tells the sink what it did: a message, or a small result of rows.
  *
  * Invariant: the session's current database changes only by a USE of a database that
@@ -46,8 +47,8 @@ static fr_field string_field(const char *name, bool nullable)
 }
 
 /* One STRING column holding names. */
-static int emit_names(const fr_sql_sink *sink, const char *column, char **names, int n,
-                      fr_error *err)
+int sql_emit_names(const fr_sql_sink *sink, const char *column, char **names, int n,
+                   fr_error *err)
 {
     fr_field f = string_field(column, false);
     fr_schema *schema = NULL;
@@ -63,11 +64,9 @@ fail:
     return rc;
 }
 
-static int end_message(const fr_sql_sink *sink, fr_error *err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int end_message(const fr_sql_sink *sink, fr_error *err, const char *fmt, ...)
+int sql_end_message(const fr_sql_sink *sink, fr_error *err, const char *fmt, ...)
 {
-    char msg[2 * FR_NAME_BYTES_MAX + 64];
+    char msg[2 * FR_NAME_BYTES_MAX + 128];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -84,8 +83,8 @@ static int exec_create_database(fr_sql_session *s, const sql_stmt *st, const fr_
     bool existed = st->if_not_exists && sql_database_exists(s, db);
     if (fr_engine_create_database(s->engine, db, st->if_not_exists, err) < 0)
         return sql_wrap_at(err, st->db.pos);
-    if (existed) return end_message(sink, err, "database %s already exists", db);
-    return end_message(sink, err, "database %s created", db);
+    if (existed) return sql_end_message(sink, err, "database %s already exists", db);
+    return sql_end_message(sink, err, "database %s created", db);
 }
 
 static int exec_drop_database(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
@@ -95,8 +94,8 @@ static int exec_drop_database(fr_sql_session *s, const sql_stmt *st, const fr_sq
     bool missing = st->if_exists && !sql_database_exists(s, db);
     if (fr_engine_drop_database(s->engine, db, st->if_exists, st->cascade, err) < 0)
         return sql_wrap_at(err, st->db.pos);
-    if (missing) return end_message(sink, err, "database %s does not exist", db);
-    return end_message(sink, err, "database %s dropped", db);
+    if (missing) return sql_end_message(sink, err, "database %s does not exist", db);
+    return sql_end_message(sink, err, "database %s dropped", db);
 }
 
 static int exec_use(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
@@ -106,7 +105,7 @@ static int exec_use(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *si
     if (!sql_database_exists(s, db))
         return sql_fail_at(err, FR_ENOTFOUND, st->db.pos, "database '%s' does not exist", db);
     snprintf(s->database, sizeof s->database, "%s", db);
-    return end_message(sink, err, "database changed to %s", db);
+    return sql_end_message(sink, err, "database changed to %s", db);
 }
 
 static int exec_show_databases(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
@@ -115,7 +114,7 @@ static int exec_show_databases(fr_sql_session *s, const sql_stmt *st, const fr_s
     char **names = NULL;
     int n = 0;
     if (fr_engine_list_databases(s->engine, &names, &n, err) < 0) return sql_wrap_at(err, st->pos);
-    int rc = emit_names(sink, "database name", names, n, err);
+    int rc = sql_emit_names(sink, "database name", names, n, err);
     fr_names_free(names, n);
     return rc;
 }
@@ -132,27 +131,51 @@ static int exec_show_tables(fr_sql_session *s, const sql_stmt *st, const fr_sql_
         return sql_fail_at(err, rc, pos, "database '%s' does not exist%s", db,
                            st->db.s ? "" : "; CREATE it or name one with SHOW TABLES FROM db");
     if (rc < 0) return sql_wrap_at(err, pos);
-    rc = emit_names(sink, "table name", names, n, err);
+    rc = sql_emit_names(sink, "table name", names, n, err);
     fr_names_free(names, n);
     return rc;
 }
 
 /* ---- tables ---------------------------------------------------------------------------- */
 
+/* Checks that each name of a key list (PRIMARY KEY, PARTITIONED BY) is a column, once.
+ * The rules between the lists (partition keys inside the primary key, their types) are the
+ * engine's. */
+static int check_key_list(const sql_stmt *st, const sql_ident *names, int n, const char *what,
+                          fr_error *err)
+{
+    for (int i = 0; i < n; i++) {
+        bool found = false;
+        for (int c = 0; c < st->ncolumns && !found; c++)
+            found = strcasecmp(st->columns[c].name.s, names[i].s) == 0;
+        if (!found)
+            return sql_fail_at(err, FR_EINVAL, names[i].pos, "%s column '%s' is not a column of "
+                               "the table", what, names[i].s);
+        for (int j = 0; j < i; j++)
+            if (strcasecmp(names[i].s, names[j].s) == 0)
+                return sql_fail_at(err, FR_EINVAL, names[i].pos, "%s column '%s' is named twice",
+                                   what, names[i].s);
+    }
+    return 0;
+}
+
 static int check_create_table(const sql_stmt *st, fr_error *err)
 {
-    if (st->primary_key)
-        return sql_fail_at(err, FR_EUNSUPPORTED, st->primary_key_pos,
-                           "primary-key tables are not supported yet");
-    if (st->partition_keys)
-        return sql_fail_at(err, FR_EUNSUPPORTED, st->partition_pos,
-                           "partitioned tables are not supported yet");
     for (int i = 0; i < st->ncolumns; i++)
         for (int j = 0; j < i; j++)
             if (strcasecmp(st->columns[i].name.s, st->columns[j].name.s) == 0)
                 return sql_fail_at(err, FR_EINVAL, st->columns[i].name.pos,
                                    "column '%s' is defined twice", st->columns[i].name.s);
-    return 0;
+    FR_TRY(check_key_list(st, st->primary_key, st->nprimary_key, "primary key", err));
+    return check_key_list(st, st->partition_keys, st->npartition_keys, "partition key", err);
+}
+
+/* The names of a key list as the engine takes them; NULL when the list is empty. */
+static const char **key_names(const sql_ident *names, int n)
+{
+    const char **out = fr_calloc((size_t)n + 1, sizeof *out);
+    for (int i = 0; out && i < n; i++) out[i] = names[i].s;
+    return out;
 }
 
 static int exec_create_table(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
@@ -169,10 +192,12 @@ static int exec_create_table(fr_sql_session *s, const sql_stmt *st, const fr_sql
     }
     fr_field *fields = fr_calloc((size_t)st->ncolumns, sizeof *fields);
     fr_option *options = fr_calloc((size_t)st->noptions + 1, sizeof *options);
+    const char **pk = key_names(st->primary_key, st->nprimary_key);
+    const char **parts = key_names(st->partition_keys, st->npartition_keys);
     fr_schema *schema = NULL;
     fr_table *existing = NULL;
     int rc = 0;
-    if (!fields || !options) {
+    if (!fields || !options || !pk || !parts) {
         rc = fr_fail(err, FR_ENOMEM, "out of memory creating table %s.%s", db, st->table.name);
         goto fail;
     }
@@ -195,19 +220,25 @@ static int exec_create_table(fr_sql_session *s, const sql_stmt *st, const fr_sql
         existed = fr_engine_get_table(s->engine, db, st->table.name, &existing, &e2) == 0;
     }
     fr_table_spec spec = {.db = db, .name = st->table.name, .schema = schema,
-                          .options = options, .noptions = st->noptions};
+                          .options = options, .noptions = st->noptions,
+                          .primary_key = st->nprimary_key ? pk : NULL,
+                          .nprimary_key = st->nprimary_key,
+                          .partition_keys = st->npartition_keys ? parts : NULL,
+                          .npartition_keys = st->npartition_keys};
     rc = fr_engine_create_table(s->engine, &spec, st->if_not_exists, err);
     if (rc < 0) {
         sql_wrap_at(err, st->table.pos);
         goto fail;
     }
-    rc = end_message(sink, err, existed ? "table %s.%s already exists" : "table %s.%s created",
+    rc = sql_end_message(sink, err, existed ? "table %s.%s already exists" : "table %s.%s created",
                      db, st->table.name);
 fail:
     if (existing) fr_table_release(existing);
     fr_schema_free(schema);
     fr_free(fields);
     fr_free(options);
+    fr_free(pk);
+    fr_free(parts);
     return rc;
 }
 
@@ -218,12 +249,34 @@ static int exec_drop_table(fr_sql_session *s, const sql_stmt *st, const fr_sql_s
     fr_table *t = NULL;
     int rc = sql_open_table(s, &st->table, &t, err);
     if (rc == FR_ENOTFOUND && st->if_exists)
-        return end_message(sink, err, "table %s.%s does not exist", db, st->table.name);
+        return sql_end_message(sink, err, "table %s.%s does not exist", db, st->table.name);
     if (rc < 0) return rc;
     fr_table_release(t);
     if (fr_engine_drop_table(s->engine, db, st->table.name, st->if_exists, err) < 0)
         return sql_wrap_at(err, st->table.pos);
-    return end_message(sink, err, "table %s.%s dropped", db, st->table.name);
+    return sql_end_message(sink, err, "table %s.%s dropped", db, st->table.name);
+}
+
+static bool in_primary_key(const fr_table *t, int col)
+{
+    int n = 0;
+    const int *pk = fr_table_primary_key(t, &n);
+    for (int i = 0; i < n; i++)
+        if (pk[i] == col) return true;
+    return false;
+}
+
+/* DESCRIBE's key cell of a primary-key column, as Flink shows it: "PRI(a, b)". */
+static int key_text(const fr_table *t, fr_buf *out, fr_error *err)
+{
+    int n = 0;
+    const int *pk = fr_table_primary_key(t, &n);
+    if (n == 0) return 0;
+    FR_TRY(fr_buf_append(out, "PRI(", 4, err));
+    for (int i = 0; i < n; i++)
+        FR_TRY(fr_buf_printf(out, err, "%s%s", i ? ", " : "",
+                             fr_schema_field(fr_table_schema(t), pk[i])->name));
+    return fr_buf_append(out, ")", 1, err);
 }
 
 static int exec_describe(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
@@ -237,9 +290,12 @@ static int exec_describe(fr_sql_session *s, const sql_stmt *st, const fr_sql_sin
     fields[2].type.nullable = false;
     fr_schema *schema = NULL;
     fr_builder *bld = NULL;
+    fr_buf key;
+    fr_buf_init(&key);
     int rc;
     FR_GOTO(new_result(fields, 4, &schema, &bld, err));
     const fr_schema *ts = fr_table_schema(t);
+    FR_GOTO(key_text(t, &key, err));
     for (int i = 0; i < fr_schema_num_fields(ts); i++) {
         const fr_field *f = fr_schema_field(ts, i);
         char type[64];
@@ -247,10 +303,14 @@ static int exec_describe(fr_sql_session *s, const sql_stmt *st, const fr_sql_sin
         FR_GOTO(fr_builder_append_bytes(bld, 0, f->name, strlen(f->name), err));
         FR_GOTO(fr_builder_append_bytes(bld, 1, type, strlen(type), err));
         FR_GOTO(fr_builder_append_bool(bld, 2, f->type.nullable, err));
-        FR_GOTO(fr_builder_append_null(bld, 3, err));
+        if (in_primary_key(t, i))
+            FR_GOTO(fr_builder_append_bytes(bld, 3, key.data, key.len, err));
+        else
+            FR_GOTO(fr_builder_append_null(bld, 3, err));
     }
     rc = emit_result(sink, schema, bld, err);
 fail:
+    fr_buf_free(&key);
     fr_builder_free(bld);
     fr_schema_free(schema);
     fr_table_release(t);
@@ -286,9 +346,24 @@ static int append_quoted(fr_buf *out, const char *s, fr_error *err)
     return fr_buf_append(out, "'", 1, err);
 }
 
+/* "(a, b)": columns of the table by index. */
+static int append_column_list(fr_buf *out, const fr_schema *ts, const int *cols, int n,
+                              fr_error *err)
+{
+    FR_TRY(fr_buf_append(out, "(", 1, err));
+    for (int i = 0; i < n; i++) {
+        if (i) FR_TRY(fr_buf_append(out, ", ", 2, err));
+        FR_TRY(append_name(out, fr_schema_field(ts, cols[i])->name, err));
+    }
+    return fr_buf_append(out, ")", 1, err);
+}
+
 static int format_create_table(fr_table *t, fr_buf *out, fr_error *err)
 {
     const fr_schema *ts = fr_table_schema(t);
+    int npk = 0, nparts = 0;
+    const int *pk = fr_table_primary_key(t, &npk);
+    const int *parts = fr_table_partition_keys(t, &nparts);
     FR_TRY(fr_buf_printf(out, err, "CREATE TABLE "));
     FR_TRY(append_name(out, fr_table_db(t), err));
     FR_TRY(fr_buf_append(out, ".", 1, err));
@@ -301,9 +376,18 @@ static int format_create_table(fr_table *t, fr_buf *out, fr_error *err)
         FR_TRY(fr_buf_printf(out, err, "  "));
         FR_TRY(append_name(out, f->name, err));
         FR_TRY(fr_buf_printf(out, err, " %s%s\n", type,
-                             i + 1 < fr_schema_num_fields(ts) ? "," : ""));
+                             i + 1 < fr_schema_num_fields(ts) || npk > 0 ? "," : ""));
+    }
+    if (npk > 0) {
+        FR_TRY(fr_buf_printf(out, err, "  PRIMARY KEY "));
+        FR_TRY(append_column_list(out, ts, pk, npk, err));
+        FR_TRY(fr_buf_printf(out, err, " NOT ENFORCED\n"));
     }
     FR_TRY(fr_buf_printf(out, err, ")"));
+    if (nparts > 0) {
+        FR_TRY(fr_buf_printf(out, err, " PARTITIONED BY "));
+        FR_TRY(append_column_list(out, ts, parts, nparts, err));
+    }
     int n = fr_table_num_options(t);
     for (int i = 0; i < n; i++) {
         const char *k, *v;

@@ -1,6 +1,10 @@
 /* sql_insert.c — INSERT INTO t [(cols)] VALUES (...), ...: evaluates every value (they are
  * constant expressions), converts it to its column's type, builds batches and appends them
- * to the table.
+ * to a log table or upserts them into a primary-key table. Into a primary-key table, a
+ * column list that leaves columns out is a partial update: only the named columns are set
+ * (the target columns), the others keep their stored values; the rules and messages are
+ * Fluss's (the key among the targets, the omitted columns nullable, the merge engine one
+ * that merges partial rows).
  *
  * Invariant: every value of every row is checked before the first byte is written, so a
  * bad value (wrong type, out of range, NULL into NOT NULL) writes nothing. Rows are
@@ -43,8 +47,8 @@ static void value_text(const fr_value *v, char *out, size_t cap)
 
 /* Converts one value to its column's type, with a message that names the value, the
  * column and the type. */
-static int convert(const fr_value *v, const fr_field *f, sql_pos pos, fr_arena *arena,
-                   fr_value *out, fr_error *err)
+int sql_convert_value(const fr_value *v, const fr_field *f, sql_pos pos, fr_arena *arena,
+                      fr_value *out, fr_error *err)
 {
     char type[64], text[96];
     fr_type_format(&f->type, false, type, sizeof type);
@@ -89,7 +93,60 @@ typedef struct insert_plan {
     int nfields;
     int *value_of;  /* per column: the index of its value in a row, or -1 */
     int nvalues;    /* values per row */
+    bool pk;        /* a primary-key table: rows are upserted */
+    int *targets;   /* partial update: the named columns, ascending; else NULL */
+    int ntargets;
 } insert_plan;
+
+/* "[a, b]": names of columns by index, for messages (cut short when long). */
+static void column_names(const fr_schema *s, const int *cols, int n, char *out, size_t cap)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i <= n && used + 1 < cap; i++) {
+        int k = i == n ? snprintf(out + used, cap - used, "]")
+                       : snprintf(out + used, cap - used, "%s%s", i ? ", " : "[",
+                                  fr_schema_field(s, cols[i])->name);
+        if (k < 0) break;
+        used += (size_t)k;
+    }
+}
+
+/* A column list into a primary-key table that leaves columns out: checks Fluss's rules of
+ * partial updates and records the target columns. */
+static int plan_partial_update(const sql_stmt *st, insert_plan *p, fr_error *err)
+{
+    const char *db = fr_table_db(p->table), *tn = fr_table_name(p->table);
+    char merge[64], names[256], keys[256];
+    sql_table_merge_engine(p->table, merge, sizeof merge);
+    if (strcmp(merge, "first_row") == 0 || strcmp(merge, "versioned") == 0)
+        return sql_fail_at(err, FR_EINVAL, st->table.pos,
+                           "table %s.%s uses the '%s' merge engine, which does not support "
+                           "partial updates: name every column in INSERT INTO", db, tn, merge);
+    p->targets = fr_calloc((size_t)p->nfields + 1, sizeof *p->targets);
+    if (!p->targets) return fr_fail(err, FR_ENOMEM, "out of memory for INSERT");
+    for (int c = 0; c < p->nfields; c++)
+        if (p->value_of[c] >= 0) p->targets[p->ntargets++] = c;
+    int npk = 0;
+    const int *pk = fr_table_primary_key(p->table, &npk);
+    for (int i = 0; i < npk; i++) {
+        if (p->value_of[pk[i]] >= 0) continue;
+        column_names(p->schema, p->targets, p->ntargets, names, sizeof names);
+        column_names(p->schema, pk, npk, keys, sizeof keys);
+        return sql_fail_at(err, FR_EINVAL, st->table.pos,
+                           "a partial update must name every primary key column: the insert "
+                           "columns are %s, the primary key columns %s", names, keys);
+    }
+    for (int c = 0; c < p->nfields; c++) {
+        const fr_field *f = fr_schema_field(p->schema, c);
+        if (p->value_of[c] < 0 && !f->type.nullable)
+            return sql_fail_at(err, FR_EINVAL, st->table.pos,
+                               "a partial update leaves the columns it does not name as they "
+                               "are, or NULL for a new key, so they must be nullable; column "
+                               "'%s' is NOT NULL: add it to the column list", f->name);
+    }
+    return 0;
+}
 
 /* Maps the column list (or the whole schema) to value positions. */
 static int plan_columns(const sql_stmt *st, insert_plan *p, fr_error *err)
@@ -107,6 +164,8 @@ static int plan_columns(const sql_stmt *st, insert_plan *p, fr_error *err)
             return sql_fail_at(err, FR_EINVAL, id->pos, "column '%s' is named twice", id->s);
         p->value_of[c] = j;
     }
+    if (p->pk && st->insert_columns && st->ninsert_columns < p->nfields)
+        return plan_partial_update(st, p, err);
     for (int c = 0; c < p->nfields; c++) {
         const fr_field *f = fr_schema_field(p->schema, c);
         if (p->value_of[c] < 0 && !f->type.nullable)
@@ -135,7 +194,8 @@ static int build_row(const insert_plan *p, const sql_values_row *row, int rowno,
             sql_pos pos = {e->line, e->col};
             fr_value v, out;
             rc = sql_const_eval(cc, e, arena, &v, err);
-            if (rc == 0) rc = convert(&v, fr_schema_field(p->schema, c), pos, arena, &out, err);
+            if (rc == 0)
+                rc = sql_convert_value(&v, fr_schema_field(p->schema, c), pos, arena, &out, err);
             if (rc == 0) rc = fr_builder_append(bld, c, &out, err);
             if (rc < 0) sql_wrap_at(err, pos);
         }
@@ -187,6 +247,7 @@ int sql_exec_insert(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *si
     FR_TRY(sql_open_table(s, &st->table, &p.table, err));
     p.schema = fr_table_schema(p.table);
     p.nfields = fr_schema_num_fields(p.schema);
+    p.pk = fr_table_is_pk(p.table);
     int nchunks = (st->nrows + SQL_INSERT_CHUNK_ROWS - 1) / SQL_INSERT_CHUNK_ROWS;
     fr_batch **batches = fr_calloc((size_t)nchunks + 1, sizeof *batches);
     p.value_of = fr_calloc((size_t)p.nfields, sizeof *p.value_of);
@@ -200,20 +261,24 @@ int sql_exec_insert(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *si
     FR_GOTO(build_batches(&p, st, batches, &nbatches, err));
     for (int i = 0; i < nbatches; i++) {
         int64_t appended = 0;
-        rc = fr_table_append(p.table, batches[i], FR_NO_WRITER, -1, &appended, err);
+        if (p.pk)
+            rc = fr_table_put(p.table, batches[i], NULL, p.targets, p.ntargets, FR_NO_WRITER,
+                              -1, &appended, err);
+        else
+            rc = fr_table_append(p.table, batches[i], FR_NO_WRITER, -1, &appended, err);
         if (rc < 0) {
             sql_wrap_at(err, st->table.pos);
             goto fail;
         }
         total += fr_batch_num_rows(batches[i]);
     }
-    char msg[64];
-    snprintf(msg, sizeof msg, "%lld row%s inserted", (long long)total, total == 1 ? "" : "s");
-    rc = sql_sink_end(sink, msg, err);
+    rc = sql_end_message(sink, err, "%lld row%s %s", (long long)total, total == 1 ? "" : "s",
+                         p.pk ? "upserted" : "inserted");
 fail:
     for (int i = 0; i < nbatches; i++) fr_batch_free(batches[i]);
     fr_free(batches);
     fr_free(p.value_of);
+    fr_free(p.targets);
     fr_table_release(p.table);
     return rc;
 }

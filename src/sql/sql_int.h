@@ -82,6 +82,11 @@ typedef enum sql_stmt_kind {
     SQL_USE,
     SQL_INSERT,
     SQL_SELECT,
+    SQL_UPDATE,
+    SQL_DELETE,
+    SQL_ADD_PARTITION,   /* ALTER TABLE t ADD [IF NOT EXISTS] PARTITION (...) ... */
+    SQL_DROP_PARTITION,  /* ALTER TABLE t DROP [IF EXISTS] PARTITION (...), ... */
+    SQL_SHOW_PARTITIONS, /* SHOW PARTITIONS t [PARTITION (...)] */
 } sql_stmt_kind;
 
 /* A name as written: bare names are folded to lower case when they name a database or a
@@ -117,6 +122,20 @@ typedef struct sql_select_item {
     sql_pos pos;
 } sql_select_item;
 
+/* UPDATE ... SET column = value */
+typedef struct sql_assignment {
+    sql_ident column;
+    fr_expr *value;
+} sql_assignment;
+
+/* PARTITION (column = literal, ...): each value as text (a string literal unescaped, a
+ * number as written, DATE 'x' as x), in the order written. */
+typedef struct sql_partition_spec {
+    sql_option *values; /* key: the column name as written; value: the text */
+    int nvalues;
+    sql_pos pos;
+} sql_partition_spec;
+
 typedef struct sql_values_row {
     fr_expr **values;
     int nvalues;
@@ -151,11 +170,22 @@ typedef struct sql_stmt {
     sql_values_row *rows;
     int nrows;
 
+    /* UPDATE (SET list; WHERE below) and DELETE (WHERE below) */
+    sql_assignment *sets;
+    int nsets;
+
+    /* ADD/DROP PARTITION (one or more), SHOW PARTITIONS (at most one) */
+    sql_partition_spec *partitions;
+    int npartitions;
+
+    /* EXPLAIN before SELECT, UPDATE or DELETE: describe how rows are found, run nothing */
+    bool explain;
+
     /* SELECT */
     sql_select_item *items;
     int nitems;
     bool has_from;
-    fr_expr *where;
+    fr_expr *where;    /* SELECT, UPDATE, DELETE */
     sql_pos where_pos; /* the condition's first token */
     int64_t limit; /* -1: none */
     sql_pos limit_pos;
@@ -228,18 +258,100 @@ struct fr_sql_session {
     char database[FR_NAME_BYTES_MAX + 1];
 };
 
-/* Run one parsed statement each (DDL: everything but INSERT and SELECT). */
+/* Run one parsed statement each (DDL: the catalog statements but the partition ones). */
 int sql_exec_ddl(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
                  fr_error *err);
+int sql_exec_partition(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
+                       fr_error *err); /* ADD/DROP PARTITION, SHOW PARTITIONS */
 int sql_exec_insert(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
                     fr_error *err);
 int sql_exec_select(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
                     fr_error *err);
+int sql_exec_dml(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
+                 fr_error *err); /* UPDATE, DELETE */
+
+/* Virtual tables: a table name may end in a suffix that names a view of the table. */
+typedef enum sql_virtual {
+    SQL_VIRTUAL_NONE = 0,
+    SQL_VIRTUAL_CHANGELOG, /* t$changelog: the log with change type, offset and time */
+} sql_virtual;
+
+/* Splits "t$changelog" into the base name "t" (written to base) and the suffix's kind.
+ * FR_EINVAL (with the position) for an unknown suffix. */
+int sql_virtual_split(const sql_table_name *name, sql_table_name *base, char *buf,
+                      size_t cap, sql_virtual *kind, fr_error *err);
 
 /* Looks up a table named in a statement, with clear messages for a missing database or
- * table. The handle is the caller's to release. */
+ * table, and for a virtual table named where only SELECT may read one. The handle is the
+ * caller's to release. */
 int sql_open_table(fr_sql_session *s, const sql_table_name *name, fr_table **out,
                    fr_error *err);
+/* The value of a table option (its key matched case-insensitively), or NULL. Lives as long
+ * as the handle. */
+const char *sql_table_option(const fr_table *t, const char *key);
+/* The table's merge engine as its option names it ("last_row" when unset), lower-case in
+ * out. */
+void sql_table_merge_engine(const fr_table *t, char *out, size_t cap);
+
+/* Converts a value to a column's type as INSERT does (numbers into numbers, strings into
+ * anything by parsing, a NULL only into a nullable column), with messages that name the
+ * value, the column and its type at pos. */
+int sql_convert_value(const fr_value *v, const fr_field *f, sql_pos pos, fr_arena *arena,
+                      fr_value *out, fr_error *err);
+
+/* ---- finding rows of a primary-key table (sql_pk.c) -------------------------------------- */
+
+typedef enum sql_access {
+    SQL_ACCESS_POINT,  /* lookups of whole keys: the KV store is read, nothing is scanned */
+    SQL_ACCESS_PREFIX, /* prefix lookups on leading key columns that cover the partition and
+                          bucket keys: one RocksDB prefix scan in one bucket each */
+    SQL_ACCESS_SCAN,   /* a scan of the current state with the condition pushed down */
+} sql_access;
+
+/* How the rows a condition selects are found. The values live in the planning arena. */
+typedef struct sql_pk_plan {
+    sql_access access;
+    int nfixed;        /* POINT, PREFIX: the leading key columns the condition fixes */
+    fr_value **values; /* per fixed key column: its values (in its type), sorted, distinct */
+    int *nvalues;
+    int64_t nkeys;     /* keys (POINT) or prefixes (PREFIX) looked up: the product */
+} sql_pk_plan;
+
+/* Chooses the access for the rows of primary-key table t where `where` (bound to t's
+ * schema; NULL selects every row) is TRUE: a point lookup when the condition's top-level
+ * AND holds `key = constant` or `key IN (constants)` for every primary key column, a prefix
+ * lookup when it does so for leading key columns that cover the partition and bucket keys,
+ * a scan otherwise; at most FR_SQL_LOOKUP_KEYS_MAX keys or prefixes. */
+int sql_pk_plan_where(fr_table *t, const fr_expr *where, fr_arena *arena, sql_pk_plan *out,
+                      fr_error *err);
+/* Appends the plan in words, one line per step (for EXPLAIN). */
+int sql_pk_plan_describe(const fr_table *t, const sql_pk_plan *p, const fr_expr *where,
+                         fr_buf *out, fr_error *err);
+
+/* Receives rows; the batch is the callee's. Non-zero stops the read. */
+typedef int (*sql_rows_fn)(void *ctx, fr_batch *batch, fr_error *err);
+/* Reads the rows of t where `where` is TRUE by plan p, projected to cols (NULL: every
+ * column), in batches to fn. Returns 0 when done, a negative code on failure, or the
+ * positive value fn returned to stop. Never reads the changelog. */
+int sql_pk_read(fr_table *t, const sql_pk_plan *p, const fr_expr *where, const int *cols,
+                int ncols, sql_rows_fn fn, void *ctx, fr_error *err);
+
+/* ---- the $changelog virtual table (sql_changelog.c) ------------------------------------- */
+
+#define SQL_CHANGELOG_META_COLUMNS 3 /* _change_type, _log_offset, _commit_timestamp */
+
+/* The schema of t$changelog: _change_type STRING NOT NULL, _log_offset BIGINT NOT NULL,
+ * _commit_timestamp TIMESTAMP_LTZ(3) NOT NULL, then the table's columns. */
+int sql_changelog_schema(const fr_table *t, fr_schema **out, fr_error *err);
+/* Builds a batch of `schema` (a projection of the changelog schema by cols, indexes into
+ * it) from one scanned batch: `scanned` holds the table columns of the projection in
+ * scan_of order (scan_of[i]: the scanned column of projected column i, or -1 for a
+ * metadata column), with the offsets, change types (NULL: all +A) and commit time of its
+ * rows. */
+int sql_changelog_batch(const fr_schema *schema, const int *cols, int ncols,
+                        const int *scan_of, const fr_batch *scanned, const int64_t *offsets,
+                        const uint8_t *change_types, int64_t commit_ts, fr_batch **out,
+                        fr_error *err);
 /* Whether the catalog has database db (true when the catalog cannot be listed, so that the
  * engine's own error shows). */
 bool sql_database_exists(fr_sql_session *s, const char *db);
@@ -252,6 +364,16 @@ const char *sql_table_db(const fr_sql_session *s, const sql_table_name *name);
 int sql_sink_begin(const fr_sql_sink *sink, const fr_schema *schema, fr_error *err);
 int sql_sink_rows(const fr_sql_sink *sink, fr_batch *batch, fr_error *err);
 int sql_sink_end(const fr_sql_sink *sink, const char *message, fr_error *err);
+
+/* Small results: one STRING column `column` holding names (then end(NULL)); a message
+ * for statements without rows (end(message)). */
+int sql_emit_names(const fr_sql_sink *sink, const char *column, char **names, int n,
+                   fr_error *err);
+int sql_end_message(const fr_sql_sink *sink, fr_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* EXPLAIN's result: text as one STRING column "plan", a row per line. */
+int sql_emit_plan(const fr_sql_sink *sink, const fr_buf *text, fr_error *err);
 
 /* Constant expressions (INSERT values, SELECT without FROM): binds e (no column may be
  * named) and evaluates it once. Strings in *out are copied into arena. */

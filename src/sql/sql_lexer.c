@@ -233,7 +233,8 @@ int sql_lex(sql_lexer *lx, sql_token *out, fr_error *err)
         FR_TRY(lex_quoted(lx, '\'', t.pos, "X'...' bytes literal", err));
         t.kind = SQL_T_BYTES;
     } else if (is_word_start(c)) {
-        while (is_word_char(peek_at(lx, 0))) advance(lx);
+        /* '$' inside a word, as Flink allows, names virtual tables: orders$changelog. */
+        while (is_word_char(peek_at(lx, 0)) || peek_at(lx, 0) == '$') advance(lx);
         t.kind = SQL_T_IDENT;
         if (lx->off - t.off > FR_NAME_BYTES_MAX)
             return sql_fail_at(err, FR_ELIMIT, t.pos, "name longer than %d bytes",

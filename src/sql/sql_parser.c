@@ -9,14 +9,23 @@
  *           | DROP TABLE [IF EXISTS] table
  *           | SHOW DATABASES | SHOW TABLES [FROM | IN name] | SHOW CREATE TABLE table
  *           | DESCRIBE table | DESC table | USE name
+ *           | SHOW PARTITIONS table [partition]
+ *           | ALTER TABLE table ADD [IF NOT EXISTS] partition [[','] partition]...
+ *           | ALTER TABLE table DROP [IF EXISTS] partition [[','] partition]...
  *           | INSERT INTO table ['(' name, ... ')'] VALUES '(' expr, ... ')', ...
- *           | SELECT item, ... [FROM table [WHERE expr]] [LIMIT n]
+ *           | [EXPLAIN] SELECT item, ... [FROM table [WHERE expr]] [LIMIT n]
+ *           | [EXPLAIN] UPDATE table SET name = expr, ... [WHERE expr]
+ *           | [EXPLAIN] DELETE FROM table [WHERE expr]
  *   element := name type [NOT NULL | NULL] [PRIMARY KEY NOT ENFORCED] [COMMENT 'x']
  *            | [CONSTRAINT name] PRIMARY KEY '(' name, ... ')' NOT ENFORCED
+ *   partition := PARTITION '(' name = value, ... ')'   value: 'text', [-]123 or DATE 'text'
+ *
+ * A table name may end in a virtual table's suffix ($changelog): orders$changelog.
  *
  * Nothing here looks at the catalog: names are checked when a statement runs. */
 #include <assert.h>
 #include <stdio.h>
+#include <strings.h>
 
 #include "sql/sql_int.h"
 
@@ -98,6 +107,59 @@ static int p_string_value(sql_parser *P, const char *what, const char **out)
         return sql_p_fail(P, FR_ESYNTAX, P->cur.pos, "%s may not hold a NUL byte", what);
     sql_p_advance(P);
     return 0;
+}
+
+/* The text of a partition value: 'text', an integer with an optional sign, or DATE 'text'
+ * (the engine parses it as the column's type). */
+static int p_partition_value(sql_parser *P, const char **out)
+{
+    if (sql_tok_is(&P->cur, "DATE") && sql_p_peek2(P)->kind == SQL_T_STRING) sql_p_advance(P);
+    if (P->cur.kind == SQL_T_STRING) return p_string_value(P, "a partition value", out);
+    bool minus = false;
+    sql_pos pos = P->cur.pos;
+    if (P->cur.kind == SQL_T_MINUS || P->cur.kind == SQL_T_PLUS) {
+        minus = P->cur.kind == SQL_T_MINUS;
+        sql_p_advance(P);
+    }
+    if (P->cur.kind != SQL_T_INTEGER)
+        return sql_p_fail(P, FR_ESYNTAX, pos,
+                          "a partition value is a 'string', an integer or DATE 'yyyy-mm-dd'");
+    char *text = sql_p_alloc(P, P->cur.n + 2);
+    if (!text) return P->rc;
+    text[0] = '-';
+    memcpy(text + minus, P->cur.p, P->cur.n);
+    text[P->cur.n + minus] = '\0';
+    *out = text;
+    sql_p_advance(P);
+    return 0;
+}
+
+/* PARTITION '(' name '=' value, ... ')' */
+static int p_partition_spec(sql_parser *P, sql_partition_spec *out)
+{
+    out->pos = P->cur.pos;
+    FR_TRY(sql_p_expect(P, "PARTITION"));
+    FR_TRY(sql_p_expect_tok(P, SQL_T_LPAREN, "'(' and the partition's values"));
+    int cap = 0;
+    do {
+        if (out->nvalues >= FR_SCHEMA_COLUMNS_MAX)
+            return sql_p_fail(P, FR_ELIMIT, P->cur.pos, "a partition has at most %d values",
+                              FR_SCHEMA_COLUMNS_MAX);
+        FR_TRY(grow(P, (void **)&out->values, out->nvalues, &cap, sizeof *out->values));
+        sql_option *v = &out->values[out->nvalues];
+        sql_ident col;
+        v->pos = P->cur.pos;
+        FR_TRY(sql_p_name(P, "a partition column name", false, &col));
+        v->key = col.s;
+        FR_TRY(sql_p_expect_tok(P, SQL_T_EQ, "'=' and the partition column's value"));
+        FR_TRY(p_partition_value(P, &v->value));
+        for (int i = 0; i < out->nvalues; i++)
+            if (strcasecmp(out->values[i].key, v->key) == 0)
+                return sql_p_fail(P, FR_ESYNTAX, v->pos, "partition column '%s' is given twice",
+                                  v->key);
+        out->nvalues++;
+    } while (sql_p_accept_tok(P, SQL_T_COMMA));
+    return sql_p_expect_tok(P, SQL_T_RPAREN, "',' or ')'");
 }
 
 /* ---- CREATE ---------------------------------------------------------------------------- */
@@ -267,7 +329,52 @@ static int p_show(sql_parser *P, sql_stmt *st)
         FR_TRY(sql_p_expect(P, "TABLE"));
         return p_table_name(P, &st->table);
     }
-    return sql_p_expected(P, "DATABASES, TABLES or CREATE TABLE after SHOW");
+    if (sql_p_accept(P, "PARTITIONS")) {
+        st->kind = SQL_SHOW_PARTITIONS;
+        FR_TRY(p_table_name(P, &st->table));
+        if (!sql_tok_is(&P->cur, "PARTITION")) return 0;
+        st->partitions = sql_p_alloc(P, sizeof *st->partitions);
+        if (!st->partitions) return P->rc;
+        st->npartitions = 1;
+        return p_partition_spec(P, st->partitions);
+    }
+    return sql_p_expected(P, "DATABASES, TABLES, PARTITIONS or CREATE TABLE after SHOW");
+}
+
+/* ---- ALTER TABLE ... ADD / DROP PARTITION ---------------------------------------------- */
+
+/* One ALTER TABLE names one or more partitions, separated by blanks or commas. */
+static int p_partition_list(sql_parser *P, sql_stmt *st)
+{
+    int cap = 0;
+    do {
+        if (st->npartitions >= FR_SQL_PARTITIONS_MAX)
+            return sql_p_fail(P, FR_ELIMIT, P->cur.pos,
+                              "more than %d partitions in one statement", FR_SQL_PARTITIONS_MAX);
+        FR_TRY(grow(P, (void **)&st->partitions, st->npartitions, &cap, sizeof *st->partitions));
+        st->partitions[st->npartitions] = (sql_partition_spec){0};
+        FR_TRY(p_partition_spec(P, &st->partitions[st->npartitions++]));
+        sql_p_accept_tok(P, SQL_T_COMMA);
+    } while (sql_tok_is(&P->cur, "PARTITION"));
+    return 0;
+}
+
+static int p_alter(sql_parser *P, sql_stmt *st)
+{
+    FR_TRY(sql_p_expect(P, "TABLE"));
+    FR_TRY(p_table_name(P, &st->table));
+    if (sql_p_accept(P, "ADD")) {
+        st->kind = SQL_ADD_PARTITION;
+        FR_TRY(p_if_not_exists(P, &st->if_not_exists));
+    } else if (sql_p_accept(P, "DROP")) {
+        st->kind = SQL_DROP_PARTITION;
+        FR_TRY(p_if_exists(P, &st->if_exists));
+    } else {
+        return sql_p_expected(P, "ADD PARTITION or DROP PARTITION after ALTER TABLE name");
+    }
+    if (!sql_tok_is(&P->cur, "PARTITION"))
+        return sql_p_expected(P, "PARTITION (column = value, ...)");
+    return p_partition_list(P, st);
 }
 
 /* ---- INSERT ---------------------------------------------------------------------------- */
@@ -403,6 +510,47 @@ static int p_select(sql_parser *P, sql_stmt *st)
     return 0;
 }
 
+/* ---- UPDATE and DELETE ------------------------------------------------------------------ */
+
+static int p_where(sql_parser *P, sql_stmt *st)
+{
+    if (!sql_p_accept(P, "WHERE")) return 0;
+    st->where_pos = P->cur.pos;
+    return sql_p_expr(P, &st->where);
+}
+
+static int p_update(sql_parser *P, sql_stmt *st)
+{
+    st->kind = SQL_UPDATE;
+    FR_TRY(p_table_name(P, &st->table));
+    FR_TRY(sql_p_expect(P, "SET"));
+    int cap = 0;
+    do {
+        if (st->nsets >= FR_SCHEMA_COLUMNS_MAX)
+            return sql_p_fail(P, FR_ELIMIT, P->cur.pos, "a SET list has at most %d columns",
+                              FR_SCHEMA_COLUMNS_MAX);
+        FR_TRY(grow(P, (void **)&st->sets, st->nsets, &cap, sizeof *st->sets));
+        sql_assignment *a = &st->sets[st->nsets];
+        FR_TRY(sql_p_name(P, "a column name", false, &a->column));
+        FR_TRY(sql_p_expect_tok(P, SQL_T_EQ, "'=' and the column's new value"));
+        FR_TRY(sql_p_expr(P, &a->value));
+        for (int i = 0; i < st->nsets; i++)
+            if (strcasecmp(st->sets[i].column.s, a->column.s) == 0)
+                return sql_p_fail(P, FR_ESYNTAX, a->column.pos, "column '%s' is set twice",
+                                  a->column.s);
+        st->nsets++;
+    } while (sql_p_accept_tok(P, SQL_T_COMMA));
+    return p_where(P, st);
+}
+
+static int p_delete(sql_parser *P, sql_stmt *st)
+{
+    st->kind = SQL_DELETE;
+    FR_TRY(sql_p_expect(P, "FROM"));
+    FR_TRY(p_table_name(P, &st->table));
+    return p_where(P, st);
+}
+
 /* ---- statements and scripts ------------------------------------------------------------ */
 
 static int p_statement(sql_parser *P, sql_stmt **out)
@@ -424,8 +572,19 @@ static int p_statement(sql_parser *P, sql_stmt **out)
         return sql_p_name(P, "a database name", true, &st->db);
     }
     if (sql_p_accept(P, "INSERT")) return p_insert(P, st);
+    if (sql_p_accept(P, "ALTER")) return p_alter(P, st);
+    if (sql_p_accept(P, "EXPLAIN")) {
+        st->explain = true;
+        if (sql_p_accept(P, "SELECT")) return p_select(P, st);
+        if (sql_p_accept(P, "UPDATE")) return p_update(P, st);
+        if (sql_p_accept(P, "DELETE")) return p_delete(P, st);
+        return sql_p_expected(P, "SELECT, UPDATE or DELETE after EXPLAIN");
+    }
     if (sql_p_accept(P, "SELECT")) return p_select(P, st);
-    return sql_p_expected(P, "a statement (SELECT, INSERT, CREATE, DROP, SHOW, DESCRIBE, USE)");
+    if (sql_p_accept(P, "UPDATE")) return p_update(P, st);
+    if (sql_p_accept(P, "DELETE")) return p_delete(P, st);
+    return sql_p_expected(P, "a statement (SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, DROP, "
+                             "SHOW, DESCRIBE, USE)");
 }
 
 static int check_text(const char *text, size_t len, fr_error *err)

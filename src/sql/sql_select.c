@@ -1,11 +1,17 @@
-/* sql_select.c — SELECT items [FROM t [WHERE cond]] [LIMIT n].
+/* sql_select.c — SELECT items [FROM t [WHERE cond]] [LIMIT n], and EXPLAIN SELECT.
  *
  * The plan: bind every item and the WHERE condition to the table's schema; project the
  * columns the items read (in the order the items first read them, at least one); push the
- * projection and the condition down to the table scan (the log skips batches by their
- * statistics and filters rows); evaluate the items over each returned batch (bound a second
- * time, to the projected schema) and hand the result to the sink; stop the scan once LIMIT
- * rows went out.
+ * projection and the condition down to where the rows come from; evaluate the items over
+ * each returned batch (bound a second time, to the projected schema) and hand the result to
+ * the sink; stop reading once LIMIT rows went out. Where the rows come from:
+ *   - a log table: a scan of its log (the log skips batches by their statistics, the
+ *     engine skips partitions the condition rules out);
+ *   - a primary-key table: its current state, by point lookups, prefix lookups or a scan
+ *     of the KV store (sql_pk.c), never its changelog;
+ *   - t$changelog: the log of t as a log table with _change_type, _log_offset and
+ *     _commit_timestamp in front (sql_changelog.c); the conjuncts of the condition on the
+ *     table's columns are pushed down to the log, the others are applied to what it returns.
  *
  * Result column names: the alias, else the column's name for a bare column, else the
  * item's text as written (blanks collapsed); a name already taken gets "$1", "$2"... */
@@ -35,14 +41,26 @@ typedef struct sel_plan {
     fr_expr *where;
     int64_t limit;
     int64_t sent;
+    /* t$changelog: table_schema is the changelog schema (owned here); the condition splits
+     * into what the log filters (bound to the table) and what is applied after (bound to
+     * proj_schema); scan_of maps projected columns to the scan's (-1 for metadata). */
+    fr_schema *changelog_schema;
+    fr_expr *pushed;
+    fr_expr *residual;
+    int *scan_cols;
+    int nscan;
+    int *scan_of;
 } sel_plan;
 
 static void plan_free(sel_plan *p)
 {
     fr_schema_free(p->proj_schema);
     fr_schema_free(p->result);
+    fr_schema_free(p->changelog_schema);
     fr_free(p->items);
     fr_free(p->cols);
+    fr_free(p->scan_cols);
+    fr_free(p->scan_of);
 }
 
 /* ---- planning -------------------------------------------------------------------------- */
@@ -222,9 +240,10 @@ static bool is_passthrough(const sel_plan *p)
     return true;
 }
 
-static int plan_select(fr_table *t, const sql_stmt *st, sel_plan *p, fr_error *err)
+static int plan_select(const fr_schema *schema, const sql_stmt *st, sel_plan *p,
+                       fr_error *err)
 {
-    p->table_schema = fr_table_schema(t);
+    p->table_schema = schema;
     FR_TRY(expand_items(st, p, err));
     FR_TRY(bind_items(p, err));
     FR_TRY(bind_where(st, p, err));
@@ -232,6 +251,91 @@ static int plan_select(fr_table *t, const sql_stmt *st, sel_plan *p, fr_error *e
     FR_TRY(bind_projected(p, err));
     FR_TRY(name_results(p, err));
     p->passthrough = is_passthrough(p);
+    return 0;
+}
+
+/* ---- planning a read of t$changelog ----------------------------------------------------- */
+
+/* ANDs e onto *acc (both unbound). */
+static int and_onto(fr_arena *arena, fr_expr **acc, fr_expr *e, fr_error *err)
+{
+    if (!*acc) {
+        *acc = e;
+        return 0;
+    }
+    fr_expr *both = fr_expr_binary(arena, FR_OP_AND, *acc, e);
+    if (!both) return fr_fail(err, FR_ENOMEM, "out of memory planning a SELECT");
+    both->line = e->line;
+    both->col = e->col;
+    *acc = both;
+    return 0;
+}
+
+/* Walks the top-level AND of the bound condition b and its unbound twin u: a conjunct that
+ * reads only table columns is pushed down to the log; the others stay for after, and the
+ * columns they read join the projection. */
+static int split_where(sel_plan *p, const fr_expr *b, const fr_expr *u, uint8_t *used,
+                       fr_error *err)
+{
+    if (b->kind == FR_EX_BINARY && b->op == FR_OP_AND) {
+        FR_TRY(split_where(p, b->args[0], u->args[0], used, err));
+        return split_where(p, b->args[1], u->args[1], used, err);
+    }
+    int nf = fr_schema_num_fields(p->table_schema);
+    memset(used, 0, (size_t)(nf + 7) / 8);
+    fr_expr_columns(b, used);
+    bool meta = false;
+    for (int c = 0; c < SQL_CHANGELOG_META_COLUMNS; c++) meta |= used[c / 8] >> (c % 8) & 1;
+    fr_expr *copy = sql_expr_clone(p->arena, u);
+    if (!copy) return fr_fail(err, FR_ENOMEM, "out of memory planning a SELECT");
+    if (!meta) return and_onto(p->arena, &p->pushed, copy, err);
+    for (int c = 0; c < nf; c++)
+        if (used[c / 8] >> (c % 8) & 1) add_col(p, c);
+    return and_onto(p->arena, &p->residual, copy, err);
+}
+
+/* The table columns the scan returns, and where each projected column comes from. */
+static int plan_changelog_scan(sel_plan *p, fr_error *err)
+{
+    p->scan_cols = fr_calloc((size_t)p->ncols + 1, sizeof *p->scan_cols);
+    p->scan_of = fr_calloc((size_t)p->ncols + 1, sizeof *p->scan_of);
+    if (!p->scan_cols || !p->scan_of) return fr_fail(err, FR_ENOMEM, "out of memory planning a SELECT");
+    for (int i = 0; i < p->ncols; i++) {
+        p->scan_of[i] = -1;
+        if (p->cols[i] < SQL_CHANGELOG_META_COLUMNS) continue;
+        p->scan_of[i] = p->nscan;
+        p->scan_cols[p->nscan++] = p->cols[i] - SQL_CHANGELOG_META_COLUMNS;
+    }
+    if (p->nscan == 0) p->scan_cols[p->nscan++] = 0; /* the log returns at least one column */
+    return 0;
+}
+
+static int plan_changelog(fr_table *t, const sql_stmt *st, sel_plan *p, fr_error *err)
+{
+    FR_TRY(sql_changelog_schema(t, &p->changelog_schema, err));
+    p->table_schema = p->changelog_schema;
+    fr_expr *unbound = st->where ? sql_expr_clone(p->arena, st->where) : NULL;
+    if (st->where && !unbound) return fr_fail(err, FR_ENOMEM, "out of memory planning a SELECT");
+    FR_TRY(expand_items(st, p, err));
+    FR_TRY(bind_items(p, err));
+    FR_TRY(bind_where(st, p, err));
+    if (p->where) {
+        int nf = fr_schema_num_fields(p->table_schema);
+        uint8_t *used = fr_malloc((size_t)(nf + 7) / 8);
+        if (!used) return fr_fail(err, FR_ENOMEM, "out of memory planning a SELECT");
+        int rc = split_where(p, p->where, unbound, used, err);
+        fr_free(used);
+        FR_TRY(rc);
+    }
+    if (p->ncols == 0) add_col(p, 0);
+    FR_TRY(bind_projected(p, err));
+    FR_TRY(name_results(p, err));
+    p->passthrough = is_passthrough(p);
+    FR_TRY(plan_changelog_scan(p, err));
+    if (p->pushed && fr_expr_bind(p->pushed, fr_table_schema(t), err) < 0)
+        return sql_wrap_at(err, st->where_pos);
+    if (p->residual && fr_expr_bind(p->residual, p->proj_schema, err) < 0)
+        return sql_wrap_at(err, st->where_pos);
     return 0;
 }
 
@@ -305,10 +409,10 @@ static int send_rows(sel_run *r, fr_batch *batch)
     return sql_sink_rows(r->sink, out, r->err);
 }
 
-static int on_scan(void *ctx, int bucket, fr_batch *batch, const int64_t *offsets,
-                   const uint8_t *change_types, int64_t commit_ts, fr_error *err)
+/* Sends a batch of result rows on (taken); non-zero stops the read. */
+static int on_rows(void *ctx, fr_batch *batch, fr_error *err)
 {
-    (void)bucket, (void)offsets, (void)change_types, (void)commit_ts, (void)err;
+    (void)err;
     sel_run *r = ctx;
     if (fr_batch_num_rows(batch) == 0) {
         fr_batch_free(batch);
@@ -322,6 +426,54 @@ static int on_scan(void *ctx, int bucket, fr_batch *batch, const int64_t *offset
     return r->plan->limit >= 0 && r->plan->sent >= r->plan->limit ? 1 : 0;
 }
 
+static int on_scan(void *ctx, int bucket, fr_batch *batch, const int64_t *offsets,
+                   const uint8_t *change_types, int64_t commit_ts, fr_error *err)
+{
+    (void)bucket, (void)offsets, (void)change_types, (void)commit_ts;
+    return on_rows(ctx, batch, err);
+}
+
+/* A batch of t$changelog from a scanned one (taken), the conditions on the metadata
+ * columns applied. */
+static int on_changelog(void *ctx, int bucket, fr_batch *batch, const int64_t *offsets,
+                        const uint8_t *change_types, int64_t commit_ts, fr_error *err)
+{
+    (void)bucket;
+    sel_run *r = ctx;
+    sel_plan *p = r->plan;
+    fr_batch *v = NULL;
+    int rc = sql_changelog_batch(p->proj_schema, p->cols, p->ncols, p->scan_of, batch, offsets,
+                                 change_types, commit_ts, &v, r->err);
+    fr_batch_free(batch);
+    int64_t rows = v ? fr_batch_num_rows(v) : 0, kept = rows;
+    if (rc == 0 && p->residual && rows > 0) {
+        uint8_t *keep = fr_calloc((size_t)(rows + 7) / 8, 1);
+        fr_batch *f = NULL;
+        rc = keep ? fr_expr_filter(p->residual, v, keep, &kept, r->err)
+                  : fr_fail(r->err, FR_ENOMEM, "out of memory filtering the changelog");
+        if (rc == 0 && kept < rows) rc = fr_batch_filter(v, keep, &f, r->err);
+        fr_free(keep);
+        if (f) {
+            fr_batch_free(v);
+            v = f;
+        }
+    }
+    if (rc < 0) {
+        fr_batch_free(v);
+        r->rc = rc;
+        return 1;
+    }
+    return on_rows(ctx, v, err);
+}
+
+/* Finishes a read: the sink's stop or a failure, with the statement's position. */
+static int read_done(const sql_stmt *st, const sel_run *r, int rc, fr_error *err)
+{
+    if (r->rc != 0) return r->rc < 0 ? sql_wrap_at(err, st->pos) : r->rc;
+    if (rc < 0) return sql_wrap_at(err, st->table.pos);
+    return 0;
+}
+
 static int run_scan(fr_table *t, const sql_stmt *st, sel_plan *p, const fr_sql_sink *sink,
                     fr_error *err)
 {
@@ -332,11 +484,110 @@ static int run_scan(fr_table *t, const sql_stmt *st, sel_plan *p, const fr_sql_s
         fr_scan_spec spec = {.start = FR_START_EARLIEST, .columns = p->cols,
                              .ncolumns = p->ncols, .filter = p->where,
                              .max_records = p->limit, .bucket = -1};
-        int rc = fr_table_scan(t, &spec, on_scan, &r, err);
-        if (r.rc != 0) return r.rc < 0 ? sql_wrap_at(err, st->pos) : r.rc;
-        if (rc < 0) return sql_wrap_at(err, st->table.pos);
+        FR_TRY(read_done(st, &r, fr_table_scan(t, &spec, on_scan, &r, err), err));
     }
     return sql_sink_end(sink, NULL, err);
+}
+
+static int run_pk(fr_table *t, const sql_stmt *st, sel_plan *p, const sql_pk_plan *pk,
+                  const fr_sql_sink *sink, fr_error *err)
+{
+    int begun = sql_sink_begin(sink, p->result, err);
+    if (begun != 0) return begun;
+    if (p->limit != 0) {
+        sel_run r = {.plan = p, .sink = sink, .err = err};
+        int rc = sql_pk_read(t, pk, p->where, p->cols, p->ncols, on_rows, &r, err);
+        FR_TRY(read_done(st, &r, rc, err));
+    }
+    return sql_sink_end(sink, NULL, err);
+}
+
+static int run_changelog(fr_table *t, const sql_stmt *st, sel_plan *p, const fr_sql_sink *sink,
+                         fr_error *err)
+{
+    int begun = sql_sink_begin(sink, p->result, err);
+    if (begun != 0) return begun;
+    if (p->limit != 0) {
+        sel_run r = {.plan = p, .sink = sink, .err = err};
+        fr_scan_spec spec = {.start = FR_START_EARLIEST, .columns = p->scan_cols,
+                             .ncolumns = p->nscan, .filter = p->pushed,
+                             .max_records = p->residual ? -1 : p->limit, .bucket = -1};
+        FR_TRY(read_done(st, &r, fr_table_scan(t, &spec, on_changelog, &r, err), err));
+    }
+    return sql_sink_end(sink, NULL, err);
+}
+
+/* ---- EXPLAIN --------------------------------------------------------------------------- */
+
+int sql_emit_plan(const fr_sql_sink *sink, const fr_buf *text, fr_error *err)
+{
+    fr_field f = {.name = "plan", .type = fr_type_of(FR_T_STRING)};
+    f.type.nullable = false;
+    fr_schema *schema = NULL;
+    fr_builder *bld = NULL;
+    fr_batch *b = NULL;
+    int rc;
+    FR_GOTO(fr_schema_new(&f, 1, 0, &schema, err));
+    FR_GOTO(fr_builder_new(schema, &bld, err));
+    for (size_t at = 0; at < text->len;) {
+        const uint8_t *nl = memchr(text->data + at, '\n', text->len - at);
+        size_t end = nl ? (size_t)(nl - text->data) : text->len;
+        FR_GOTO(fr_builder_append_bytes(bld, 0, text->data + at, end - at, err));
+        at = end + 1;
+    }
+    FR_GOTO(fr_builder_finish(bld, &b, err));
+    rc = sql_sink_begin(sink, schema, err);
+    if (rc == 0) {
+        rc = sql_sink_rows(sink, b, err);
+        b = NULL;
+    }
+    if (rc == 0) rc = sql_sink_end(sink, NULL, err);
+fail:
+    fr_batch_free(b);
+    fr_builder_free(bld);
+    fr_schema_free(schema);
+    return rc;
+}
+
+static int describe_filter(const char *what, const fr_expr *e, fr_buf *out, fr_error *err)
+{
+    if (!e) return 0;
+    FR_TRY(fr_buf_printf(out, err, "%s: ", what));
+    FR_TRY(fr_expr_format(e, out, err));
+    return fr_buf_printf(out, err, "\n");
+}
+
+/* The plan of a log read (a log table or t$changelog) in words. */
+static int describe_log_read(fr_table *t, const sel_plan *p, bool changelog, fr_buf *out,
+                             fr_error *err)
+{
+    int nparts = 0;
+    fr_table_partition_keys(t, &nparts);
+    FR_TRY(fr_buf_printf(out, err, "scan of the %s (the log of every %sbucket, from the "
+                         "earliest offset)\n", changelog ? "changelog" : "log",
+                         nparts ? "partition and " : ""));
+    const fr_expr *pushed = changelog ? p->pushed : p->where;
+    FR_TRY(describe_filter("filter pushed down", pushed, out, err));
+    if (pushed && nparts)
+        FR_TRY(fr_buf_printf(out, err, "partitions the filter rules out are skipped\n"));
+    return describe_filter("then filter", changelog ? p->residual : NULL, out, err);
+}
+
+static int explain(fr_table *t, const sel_plan *p, const sql_pk_plan *pk, bool changelog,
+                   const fr_sql_sink *sink, fr_error *err)
+{
+    fr_buf text;
+    fr_buf_init(&text);
+    int rc;
+    if (pk)
+        FR_GOTO(sql_pk_plan_describe(t, pk, p->where, &text, err));
+    else
+        FR_GOTO(describe_log_read(t, p, changelog, &text, err));
+    if (p->limit >= 0) FR_GOTO(fr_buf_printf(&text, err, "limit: %lld\n", (long long)p->limit));
+    rc = sql_emit_plan(sink, &text, err);
+fail:
+    fr_buf_free(&text);
+    return rc;
 }
 
 /* SELECT without FROM: one row of constants. */
@@ -379,13 +630,37 @@ int sql_exec_select(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *si
     if (!p.arena) return fr_fail(err, FR_ENOMEM, "out of memory planning a SELECT");
     fr_table *t = NULL;
     int rc;
+    if (!st->has_from && st->explain) {
+        fr_buf text;
+        fr_buf_init(&text);
+        rc = fr_buf_printf(&text, err, "one row of constants: no table is read\n");
+        if (rc == 0) rc = sql_emit_plan(sink, &text, err);
+        fr_buf_free(&text);
+        goto fail;
+    }
     if (!st->has_from) {
         rc = select_constants(st, &p, sink, err);
         goto fail;
     }
-    FR_GOTO(sql_open_table(s, &st->table, &t, err));
-    FR_GOTO(plan_select(t, st, &p, err));
-    rc = run_scan(t, st, &p, sink, err);
+    sql_table_name base;
+    char buf[FR_NAME_BYTES_MAX + 1];
+    sql_virtual kind;
+    FR_GOTO(sql_virtual_split(&st->table, &base, buf, sizeof buf, &kind, err));
+    FR_GOTO(sql_open_table(s, &base, &t, err));
+    if (kind == SQL_VIRTUAL_CHANGELOG) {
+        FR_GOTO(plan_changelog(t, st, &p, err));
+        rc = st->explain ? explain(t, &p, NULL, true, sink, err)
+                         : run_changelog(t, st, &p, sink, err);
+    } else if (fr_table_is_pk(t)) {
+        sql_pk_plan pk;
+        FR_GOTO(plan_select(fr_table_schema(t), st, &p, err));
+        FR_GOTO(sql_pk_plan_where(t, p.where, p.arena, &pk, err));
+        rc = st->explain ? explain(t, &p, &pk, false, sink, err)
+                         : run_pk(t, st, &p, &pk, sink, err);
+    } else {
+        FR_GOTO(plan_select(fr_table_schema(t), st, &p, err));
+        rc = st->explain ? explain(t, &p, NULL, false, sink, err) : run_scan(t, st, &p, sink, err);
+    }
 fail:
     if (t) fr_table_release(t);
     plan_free(&p);

@@ -5,7 +5,9 @@
  * A text is parsed whole before anything runs, so that a syntax error anywhere runs
  * nothing; then its statements run in order and the first failure stops the rest (the
  * statements before it stay done). */
+#include <ctype.h>
 #include <stdio.h>
+#include <strings.h>
 
 #include "sql/sql_int.h"
 
@@ -82,9 +84,37 @@ bool sql_database_exists(fr_sql_session *s, const char *db)
     return found;
 }
 
+int sql_virtual_split(const sql_table_name *name, sql_table_name *base, char *buf,
+                      size_t cap, sql_virtual *kind, fr_error *err)
+{
+    *base = *name;
+    *kind = SQL_VIRTUAL_NONE;
+    const char *dollar = strchr(name->name, '$');
+    if (!dollar) return 0;
+    size_t n = (size_t)(dollar - name->name);
+    if (strcasecmp(dollar + 1, "changelog") != 0 || n == 0)
+        return sql_fail_at(err, FR_EINVAL, name->pos,
+                           "'%s' names no table: the virtual table of a table t is t$changelog",
+                           name->name);
+    if (n >= cap) return sql_fail_at(err, FR_ELIMIT, name->pos, "table name too long");
+    memcpy(buf, name->name, n);
+    buf[n] = '\0';
+    base->name = buf;
+    *kind = SQL_VIRTUAL_CHANGELOG;
+    return 0;
+}
+
 int sql_open_table(fr_sql_session *s, const sql_table_name *name, fr_table **out,
                    fr_error *err)
 {
+    if (strchr(name->name, '$')) {
+        sql_table_name base;
+        char buf[FR_NAME_BYTES_MAX + 1];
+        sql_virtual kind;
+        FR_TRY(sql_virtual_split(name, &base, buf, sizeof buf, &kind, err));
+        return sql_fail_at(err, FR_EINVAL, name->pos,
+                           "%s is a virtual table: only SELECT reads it", name->name);
+    }
     const char *db = sql_table_db(s, name);
     int rc = fr_engine_get_table(s->engine, db, name->name, out, err);
     if (rc == FR_ENOTFOUND && !sql_database_exists(s, db)) {
@@ -99,6 +129,23 @@ int sql_open_table(fr_sql_session *s, const sql_table_name *name, fr_table **out
                            name->name);
     if (rc < 0) return sql_wrap_at(err, name->pos);
     return 0;
+}
+
+const char *sql_table_option(const fr_table *t, const char *key)
+{
+    for (int i = 0; i < fr_table_num_options(t); i++) {
+        const char *k, *v;
+        fr_table_option(t, i, &k, &v);
+        if (strcasecmp(k, key) == 0) return v;
+    }
+    return NULL;
+}
+
+void sql_table_merge_engine(const fr_table *t, char *out, size_t cap)
+{
+    const char *m = sql_table_option(t, "table.merge-engine");
+    snprintf(out, cap, "%s", m && *m ? m : "last_row");
+    for (char *c = out; *c; c++) *c = (char)tolower((unsigned char)*c);
 }
 
 /* ---- constants ------------------------------------------------------------------------- */
@@ -209,6 +256,11 @@ static int exec_statement(fr_sql_session *s, const sql_stmt *st, const fr_sql_si
     switch (st->kind) {
     case SQL_INSERT: return sql_exec_insert(s, st, sink, err);
     case SQL_SELECT: return sql_exec_select(s, st, sink, err);
+    case SQL_UPDATE:
+    case SQL_DELETE: return sql_exec_dml(s, st, sink, err);
+    case SQL_ADD_PARTITION:
+    case SQL_DROP_PARTITION:
+    case SQL_SHOW_PARTITIONS: return sql_exec_partition(s, st, sink, err);
     default: return sql_exec_ddl(s, st, sink, err);
     }
 }
