@@ -466,7 +466,8 @@ static int on_changelog(void *ctx, int bucket, fr_batch *batch, const int64_t *o
     return on_rows(ctx, v, err);
 }
 
-/* Finishes a read: the sink's stop or a failure, with the statement's position. */
+/* Finishes a read: 0, a failure (with the statement's position), or 1 when the sink
+ * stopped it (which ends the script quietly). */
 static int read_done(const sql_stmt *st, const sel_run *r, int rc, fr_error *err)
 {
     if (r->rc != 0) return r->rc < 0 ? sql_wrap_at(err, st->pos) : r->rc;
@@ -484,7 +485,8 @@ static int run_scan(fr_table *t, const sql_stmt *st, sel_plan *p, const fr_sql_s
         fr_scan_spec spec = {.start = FR_START_EARLIEST, .columns = p->cols,
                              .ncolumns = p->ncols, .filter = p->where,
                              .max_records = p->limit, .bucket = -1};
-        FR_TRY(read_done(st, &r, fr_table_scan(t, &spec, on_scan, &r, err), err));
+        int rc = read_done(st, &r, fr_table_scan(t, &spec, on_scan, &r, err), err);
+        if (rc != 0) return rc;
     }
     return sql_sink_end(sink, NULL, err);
 }
@@ -496,8 +498,9 @@ static int run_pk(fr_table *t, const sql_stmt *st, sel_plan *p, const sql_pk_pla
     if (begun != 0) return begun;
     if (p->limit != 0) {
         sel_run r = {.plan = p, .sink = sink, .err = err};
-        int rc = sql_pk_read(t, pk, p->where, p->cols, p->ncols, on_rows, &r, err);
-        FR_TRY(read_done(st, &r, rc, err));
+        int rc = read_done(st, &r, sql_pk_read(t, pk, p->where, p->cols, p->ncols, on_rows,
+                                               &r, err), err);
+        if (rc != 0) return rc;
     }
     return sql_sink_end(sink, NULL, err);
 }
@@ -512,7 +515,8 @@ static int run_changelog(fr_table *t, const sql_stmt *st, sel_plan *p, const fr_
         fr_scan_spec spec = {.start = FR_START_EARLIEST, .columns = p->scan_cols,
                              .ncolumns = p->nscan, .filter = p->pushed,
                              .max_records = p->residual ? -1 : p->limit, .bucket = -1};
-        FR_TRY(read_done(st, &r, fr_table_scan(t, &spec, on_changelog, &r, err), err));
+        int rc = read_done(st, &r, fr_table_scan(t, &spec, on_changelog, &r, err), err);
+        if (rc != 0) return rc;
     }
     return sql_sink_end(sink, NULL, err);
 }

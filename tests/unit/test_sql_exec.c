@@ -199,10 +199,14 @@ static void test_tables(void **state)
                "error ENOTFOUND: line 1, column 14: database 'nodb' does not exist");
     assert_run("CREATE TABLE t (a INT, A STRING)",
                "error EINVAL: line 1, column 24: column 'A' is defined twice");
-    assert_run("CREATE TABLE t (a INT, PRIMARY KEY (a) NOT ENFORCED)",
-               "error EUNSUPPORTED: line 1, column 24: primary-key tables are not supported yet");
-    assert_run("CREATE TABLE t (a INT, dt STRING) PARTITIONED BY (dt)",
-               "error EUNSUPPORTED: line 1, column 35: partitioned tables are not supported yet");
+    assert_run("CREATE TABLE t (a INT, PRIMARY KEY (b) NOT ENFORCED)",
+               "error EINVAL: line 1, column 37: primary key column 'b' is not a column of the "
+               "table");
+    assert_run("CREATE TABLE t (a INT, PRIMARY KEY (a, A) NOT ENFORCED)",
+               "error EINVAL: line 1, column 40: primary key column 'A' is named twice");
+    assert_run("CREATE TABLE t (a INT, dt STRING) PARTITIONED BY (d)",
+               "error EINVAL: line 1, column 51: partition key column 'd' is not a column of the "
+               "table");
     r = run("CREATE TABLE t (a INT) WITH ('bucket.nums' = '4')");
     assert_true(strncmp(r, "error EINVAL: line 1, column 14: ", 33) == 0);
     assert_non_null(strstr(r, "bucket.nums"));
@@ -460,8 +464,8 @@ static void test_scripts(void **state)
     (void)state;
     /* A syntax error anywhere runs nothing. */
     assert_run("CREATE DATABASE a; CREATE DATABASE b; SELEC",
-               "error ESYNTAX: line 1, column 39: expected a statement (SELECT, INSERT, CREATE, "
-               "DROP, SHOW, DESCRIBE, USE), found 'SELEC'");
+               "error ESYNTAX: line 1, column 39: expected a statement (SELECT, INSERT, UPDATE, "
+               "DELETE, CREATE, ALTER, DROP, SHOW, DESCRIBE, USE), found 'SELEC'");
     assert_run("SHOW DATABASES", "[database name STRING NOT NULL]\ndefault\nend\n");
     /* An execution error stops the rest; earlier statements stay done. */
     assert_run("CREATE DATABASE a;\nSELECT * FROM nope;\nCREATE DATABASE b",

@@ -450,8 +450,8 @@ static void test_drop_show_describe_use(void **state)
     assert_int_equal(st->kind, SQL_USE);
     assert_string_equal(st->db.s, "shop");
     assert_parse_error("SHOW VIEWS", FR_ESYNTAX,
-                       "line 1, column 6: expected DATABASES, TABLES or CREATE TABLE after SHOW, "
-                       "found 'VIEWS'");
+                       "line 1, column 6: expected DATABASES, TABLES, PARTITIONS or CREATE TABLE "
+                       "after SHOW, found 'VIEWS'");
     assert_parse_error("DROP TABLE", FR_ESYNTAX,
                        "line 1, column 11: expected a table name, found end of input");
     assert_parse_error("USE", FR_ESYNTAX,
@@ -577,8 +577,8 @@ static void test_scripts(void **state)
     assert_expr("a--b\n", "a");
     assert_expr("a-/**/-b", "(- a (NEG b))");
     assert_parse_error("SELECT 1; SELEC 2", FR_ESYNTAX,
-                       "line 1, column 11: expected a statement (SELECT, INSERT, CREATE, DROP, "
-                       "SHOW, DESCRIBE, USE), found 'SELEC'");
+                       "line 1, column 11: expected a statement (SELECT, INSERT, UPDATE, DELETE, "
+                       "CREATE, ALTER, DROP, SHOW, DESCRIBE, USE), found 'SELEC'");
     assert_parse_error("SELECT 1 2", FR_ESYNTAX,
                        "line 1, column 10: expected ';' or the end of the statement, found '2'");
     assert_parse_error("SELECT 1 /* open", FR_ESYNTAX, "line 1, column 10: unterminated /* comment");
