@@ -2,7 +2,8 @@
  * bytes. The first byte chooses one of a few fixed lists of key column types; the rest is
  * the key. When decoding succeeds, the values must re-encode to exactly the bytes consumed,
  * every shorter prefix of the columns must decode from a byte prefix, and the decoder
- * without an arena must agree (or refuse text holding a zero byte). */
+ * without an arena must agree (or refuse text holding a zero byte). When the bytes after the
+ * first key hold a second key, memcmp of the two must order them like their values. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -47,6 +48,30 @@ static void fz_check_same(const uint8_t *p, size_t used, const fr_type *t, int n
     fr_buf_free(&b);
 }
 
+/* The sign of the column-by-column comparison of two keys' values. */
+static int fz_compare(const fr_value *a, const fr_value *b, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int c = 0;
+        fr_error err;
+        if (fr_value_compare(&a[i], &b[i], &c, &err) < 0) abort();
+        if (c != 0) return c < 0 ? -1 : 1;
+    }
+    return 0;
+}
+
+static void fz_check_order(const uint8_t *p, size_t len, size_t used, const fr_type *t, int n,
+                           const fr_value *first, fr_arena *a)
+{
+    fr_value second[FZ_COLS_MAX];
+    size_t used2 = 0;
+    if (fr_key_decode_arena(p + used, len - used, t, n, a, second, &used2, NULL) < 0) return;
+    size_t m = used < used2 ? used : used2;
+    int c = m ? memcmp(p, p + used, m) : 0;
+    c = c != 0 ? (c < 0 ? -1 : 1) : (used > used2) - (used < used2);
+    if (c != fz_compare(first, second, n)) abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1) return 0;
@@ -73,8 +98,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (fr_key_decode_arena(p, len, t, k, a, v, &u, &err) < 0 || u > used) abort();
         fz_check_same(p, u, t, k, v);
     }
-    rc = fr_key_decode(p, len, t, n, v, &used, &err);
+    if (fr_key_decode_arena(p, len, t, n, a, v, &used, &err) < 0) abort();
+    fz_check_order(p, len, used, t, n, v, a);
+    fr_value plain[FZ_COLS_MAX];
+    size_t used_plain = 0;
+    rc = fr_key_decode(p, len, t, n, plain, &used_plain, &err);
     if (rc < 0 && rc != FR_EUNSUPPORTED) abort();
+    if (rc == 0 && (used_plain != used || fz_compare(plain, v, n) != 0)) abort();
     fr_arena_free(a);
     return 0;
 }
