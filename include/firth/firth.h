@@ -160,6 +160,55 @@ typedef int (*firth_scan_fn)(void *ctx, int bucket, firth_batch *batch,
 int firth_scan(firth_client *c, const char *table, const firth_scan_options *opts,
                firth_scan_fn fn, void *ctx, firth_error *err);
 
+/* ---- primary-key tables and changelogs ---------------------------------------------- */
+
+/* Whether a table has a primary key (upserts, deletes, lookups, a changelog). */
+int firth_table_is_pk(firth_client *c, const char *table, bool *is_pk, firth_error *err);
+
+/* What one row of firth_upsert does. */
+enum {
+    FIRTH_OP_UPSERT = 0, /* insert the row, or merge it into the stored one */
+    FIRTH_OP_DELETE = 1, /* delete the row with this key (only the key columns are read) */
+};
+
+/* Upserts (and deletes) the rows of batch, which has the table's columns in the table's
+ * order, into a primary-key table; the table's merge engine decides each new row, and
+ * every change goes to the table's changelog. ops (NULL: all upserts) gives one FIRTH_OP_*
+ * per row. target_columns ("a,b" or NULL for all) makes the upserts partial: only those
+ * columns are set, the others keep their stored values (they must include the key; see
+ * docs/TABLES.md). writer_id and seq as for firth_produce. Returns when the changes are
+ * durable; *changed (may be NULL) counts the keys whose stored row changed. Errors:
+ * FIRTH_EINVAL for a log table, a NULL key, a delete the table's delete behaviour
+ * forbids, target columns the merge engine does not allow. */
+int firth_upsert(firth_client *c, const char *table, const firth_batch *batch,
+                 const uint8_t *ops, const char *target_columns, int64_t writer_id,
+                 int32_t seq, int64_t *changed, firth_error *err);
+
+/* The change type of each record of a table's log: all appends in a log table; inserts,
+ * update-befores, update-afters and deletes in a primary-key table's changelog. */
+typedef enum firth_change {
+    FIRTH_CHANGE_APPEND = 0,        /* +A */
+    FIRTH_CHANGE_INSERT = 1,        /* +I */
+    FIRTH_CHANGE_UPDATE_BEFORE = 2, /* -U */
+    FIRTH_CHANGE_UPDATE_AFTER = 3,  /* +U */
+    FIRTH_CHANGE_DELETE = 4,        /* -D */
+} firth_change;
+
+/* "+A", "+I", "-U", "+U", "-D"; "?" for any other number. */
+const char *firth_change_name(int change);
+
+/* Called for each batch of a changelog read: as firth_scan_fn, with each row's change type
+ * (firth_change; NULL when the batch holds appends only) and the batch's commit time in
+ * milliseconds since the epoch. Non-zero stops. */
+typedef int (*firth_changelog_fn)(void *ctx, int bucket, firth_batch *batch,
+                                  const int64_t *offsets, const uint8_t *changes,
+                                  int64_t commit_ms);
+
+/* Reads the table's log as firth_scan does, with the change type of every record: for a
+ * primary-key table its changelog. */
+int firth_scan_changelog(firth_client *c, const char *table, const firth_scan_options *opts,
+                         firth_changelog_fn fn, void *ctx, firth_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,6 @@
 /* client.c — the public C API (include/firth/firth.h) over the embedded engine: opening a
- * data dir, SQL through one session, table descriptions, produce and scan, and the batch
- * wrapper with its Arrow C Data Interface export and import.
+ * data dir, SQL through one session, table descriptions, produce, upsert and scan, and the
+ * batch wrapper with its Arrow C Data Interface export and import.
  *
  * A firth_client owns one fr_engine and one fr_sql_session. Every function converts the
  * internal fr_error into the caller's firth_error (the codes are the same numbers). The
@@ -17,6 +17,14 @@ _Static_assert((int)FIRTH_EINVAL == (int)FR_EINVAL && (int)FIRTH_ESTATE == (int)
                "public and internal error codes are the same numbers");
 _Static_assert(sizeof(((firth_error *)0)->msg) == FR_ERROR_MSG_MAX,
                "public and internal error messages have the same size");
+_Static_assert((int)FIRTH_OP_UPSERT == (int)FR_KV_UPSERT && (int)FIRTH_OP_DELETE == (int)FR_KV_DELETE,
+               "public and internal write operations are the same numbers");
+_Static_assert((int)FIRTH_CHANGE_APPEND == (int)FR_CHANGE_APPEND &&
+                   (int)FIRTH_CHANGE_INSERT == (int)FR_CHANGE_INSERT &&
+                   (int)FIRTH_CHANGE_UPDATE_BEFORE == (int)FR_CHANGE_UPDATE_BEFORE &&
+                   (int)FIRTH_CHANGE_UPDATE_AFTER == (int)FR_CHANGE_UPDATE_AFTER &&
+                   (int)FIRTH_CHANGE_DELETE == (int)FR_CHANGE_DELETE,
+               "public and internal change types are the same numbers");
 
 struct firth_client {
     fr_engine *engine;
@@ -251,6 +259,93 @@ int firth_produce(firth_client *c, const char *table, const firth_batch *batch,
     fr_error e = {0};
     rc = fr_table_append(t, batch->batch, writer_id < 0 ? FR_NO_WRITER : writer_id,
                          writer_id < 0 ? -1 : seq, appended, &e);
+    fr_table_release(t);
+    return rc < 0 ? firth_error_from(&e, err) : FIRTH_OK;
+}
+
+/* ---- primary-key tables ---------------------------------------------------------------- */
+
+int firth_table_is_pk(firth_client *c, const char *table, bool *is_pk, firth_error *err)
+{
+    if (!is_pk) return fail(err, FIRTH_EINVAL, "table_is_pk: no result pointer");
+    fr_table *t = NULL;
+    int rc = open_table(c, table, &t, err);
+    if (rc < 0) return rc;
+    *is_pk = fr_table_is_pk(t);
+    fr_table_release(t);
+    return FIRTH_OK;
+}
+
+const char *firth_change_name(int change)
+{
+    if (change < FIRTH_CHANGE_APPEND || change > FIRTH_CHANGE_DELETE) return "?";
+    return fr_change_type_name((fr_change_type)change);
+}
+
+/* Resolves "a, b" to column indexes of schema, ascending. */
+static int target_columns(const char *table, const fr_schema *s, const char *text, int *cols,
+                          int *n, fr_error *err)
+{
+    int nf = fr_schema_num_fields(s);
+    bool *named = fr_calloc((size_t)nf + 1, sizeof *named);
+    FR_CHECK(named, FR_ENOMEM, err, "out of memory for target columns");
+    int rc = FR_OK;
+    *n = 0;
+    for (const char *p = text; rc == FR_OK;) {
+        const char *comma = strchr(p, ',');
+        const char *e = comma ? comma : p + strlen(p);
+        while (p < e && (*p == ' ' || *p == '\t')) p++;
+        while (e > p && (e[-1] == ' ' || e[-1] == '\t')) e--;
+        char name[FR_NAME_BYTES_MAX + 1];
+        size_t len = (size_t)(e - p);
+        if (len == 0 || len > FR_NAME_BYTES_MAX) {
+            rc = fr_fail(err, FR_EINVAL, "target columns '%.100s': an empty or too long name",
+                         text);
+            break;
+        }
+        memcpy(name, p, len);
+        name[len] = '\0';
+        int col = fr_schema_find(s, name);
+        if (col < 0)
+            rc = fr_fail(err, FR_EINVAL, "table %s has no column '%s'", table, name);
+        else if (named[col])
+            rc = fr_fail(err, FR_EINVAL, "target column '%s' is named twice", name);
+        else
+            named[col] = true;
+        if (!comma) break;
+        p = comma + 1;
+    }
+    for (int i = 0; rc == FR_OK && i < nf; i++)
+        if (named[i]) cols[(*n)++] = i;
+    fr_free(named);
+    return rc;
+}
+
+int firth_upsert(firth_client *c, const char *table, const firth_batch *batch,
+                 const uint8_t *ops, const char *target_text, int64_t writer_id, int32_t seq,
+                 int64_t *changed, firth_error *err)
+{
+    int64_t ignored = 0;
+    if (!changed) changed = &ignored;
+    *changed = 0;
+    if (!batch) return fail(err, FIRTH_EINVAL, "upsert: no batch");
+    fr_table *t = NULL;
+    int rc = open_table(c, table, &t, err);
+    if (rc < 0) return rc;
+    const fr_schema *s = fr_table_schema(t);
+    int *targets = NULL, ntargets = 0;
+    fr_error e = {0};
+    if (target_text) {
+        targets = fr_calloc((size_t)fr_schema_num_fields(s) + 1, sizeof *targets);
+        rc = targets ? target_columns(table, s, target_text, targets, &ntargets, &e)
+                     : fr_fail(&e, FR_ENOMEM, "out of memory for target columns");
+    }
+    if (ntargets == fr_schema_num_fields(s)) ntargets = 0; /* every column: whole rows */
+    if (rc == 0)
+        rc = fr_table_put(t, batch->batch, ops, ntargets ? targets : NULL, ntargets,
+                          writer_id < 0 ? FR_NO_WRITER : writer_id, writer_id < 0 ? -1 : seq,
+                          changed, &e);
+    fr_free(targets);
     fr_table_release(t);
     return rc < 0 ? firth_error_from(&e, err) : FIRTH_OK;
 }

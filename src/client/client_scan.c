@@ -1,6 +1,6 @@
-/* client_scan.c — firth_scan: turns the public scan options (column names as text, a SQL
- * predicate as text) into an engine scan over the table, and hands each batch on as a
- * firth_batch.
+/* client_scan.c — firth_scan and firth_scan_changelog: turn the public scan options
+ * (column names as text, a SQL predicate as text) into an engine scan over the table's log,
+ * and hand each batch on as a firth_batch (with its change types for the changelog).
  *
  * The predicate is parsed and bound against the table's schema into an arena that lives
  * for the scan; the projection is the listed columns, in the order given. */
@@ -61,8 +61,10 @@ static int parse_columns(const char *table, const fr_schema *s, const char *text
     return FR_OK;
 }
 
+/* One of fn and changes_fn is set. */
 typedef struct scan_ctx {
     firth_scan_fn fn;
+    firth_changelog_fn changes_fn;
     void *ctx;
     int user_rc;
 } scan_ctx;
@@ -76,7 +78,8 @@ static int on_batch(void *arg, int bucket, fr_batch *batch, const int64_t *offse
         fr_batch_free(batch);
         return fr_fail(err, FR_ENOMEM, "out of memory passing a batch");
     }
-    int rc = s->fn(s->ctx, bucket, fb, offsets);
+    int rc = s->fn ? s->fn(s->ctx, bucket, fb, offsets)
+                   : s->changes_fn(s->ctx, bucket, fb, offsets, change_types, commit_ts);
     if (rc != 0) s->user_rc = rc;
     return rc < 0 ? fr_fail(err, rc, "the scan was stopped by its callback (%d)", rc) : rc;
 }
@@ -132,10 +135,10 @@ fail:
     return rc;
 }
 
-int firth_scan(firth_client *c, const char *table, const firth_scan_options *opts,
-               firth_scan_fn fn, void *ctx, firth_error *err)
+static int scan(firth_client *c, const char *table, const firth_scan_options *opts,
+                scan_ctx *sc, firth_error *err)
 {
-    if (!c || !table || !fn) {
+    if (!c || !table || (!sc->fn && !sc->changes_fn)) {
         if (err) {
             err->code = FIRTH_EINVAL;
             snprintf(err->msg, sizeof err->msg, "scan: no client, table or callback");
@@ -151,11 +154,24 @@ int firth_scan(firth_client *c, const char *table, const firth_scan_options *opt
                              &e) < 0 ||
         fr_engine_get_table(firth_client_engine(c), db, name, &t, &e) < 0)
         return firth_error_from(&e, err);
-    scan_ctx sc = {.fn = fn, .ctx = ctx};
     char qname[2 * FR_NAME_BYTES_MAX + 2];
     snprintf(qname, sizeof qname, "%s.%s", db, name);
-    int rc = scan_table(t, qname, o, &sc, &e);
+    int rc = scan_table(t, qname, o, sc, &e);
     fr_table_release(t);
-    if (sc.user_rc > 0) return FIRTH_OK;
+    if (sc->user_rc > 0) return FIRTH_OK;
     return rc < 0 ? firth_error_from(&e, err) : FIRTH_OK;
+}
+
+int firth_scan(firth_client *c, const char *table, const firth_scan_options *opts,
+               firth_scan_fn fn, void *ctx, firth_error *err)
+{
+    scan_ctx sc = {.fn = fn, .ctx = ctx};
+    return scan(c, table, opts, &sc, err);
+}
+
+int firth_scan_changelog(firth_client *c, const char *table, const firth_scan_options *opts,
+                         firth_changelog_fn fn, void *ctx, firth_error *err)
+{
+    scan_ctx sc = {.changes_fn = fn, .ctx = ctx};
+    return scan(c, table, opts, &sc, err);
 }
