@@ -1,0 +1,165 @@
+/* kv_int.h — what the files of the kv module share: the in-memory form of a bucket's KV
+ * store, the key layout inside RocksDB, the write-local table of pending rows, the merge
+ * engines' row functions and the aggregate functions.
+ *
+ * Key layout in the single RocksDB column family: data keys are KV_DATA_PREFIX followed by
+ * fr_key_encode of the primary key; the meta key (KV_META_KEY) sorts before every data key
+ * and holds the applied log offset and the key count. One column family keeps a write batch
+ * (rows + meta) inside one memtable, so whatever RocksDB persists is a consistent prefix of
+ * the write batches even with its WAL off.
+ *
+ * Locking: fr_kv.mu serializes writes (and everything a write touches: the pending table,
+ * the writer table, `failed`); reads take no lock and use RocksDB snapshots. applied and
+ * nkeys are atomics so that readers may look at them without the lock. */
+#ifndef FIRTH_KV_INT_H
+#define FIRTH_KV_INT_H
+
+#include <assert.h>
+#include <pthread.h>
+#include <rocksdb/c.h>
+#include <stdatomic.h>
+
+#include "kv/kv.h"
+
+#define KV_DATA_PREFIX 0x01
+#define KV_META_KEY "\x00" "applied"
+#define KV_META_KEY_LEN 8
+#define KV_META_VALUE_LEN 16
+/* Rows per batch handed to a lookup or scan callback when the caller does not say. */
+#define KV_BATCH_ROWS_DEFAULT 4096
+/* Writers whose last sequence the store remembers for batches that changed nothing. */
+#define KV_WRITERS_MAX 1024
+/* Bytes of changelog read per step of the replay at open. */
+#define KV_REPLAY_READ_BYTES (8 << 20)
+
+/* ---- the pending table: rows changed by the write in progress --------------------------- */
+
+/* One key touched by the current write: its value as the write sees it now (NULL when the
+ * key is absent), owned by the entry. */
+typedef struct kv_entry {
+    uint8_t *key;
+    size_t klen;
+    uint8_t *val;
+    size_t vlen;
+    uint32_t hash;
+    bool dirty; /* changed by this write (to be written to RocksDB) */
+} kv_entry;
+
+/* Open addressing with linear probing; cleared after every write. */
+typedef struct kv_pending {
+    kv_entry *slots;
+    size_t cap; /* a power of two, or 0 */
+    size_t count;
+} kv_pending;
+
+void kv_pending_free(kv_pending *p);
+void kv_pending_clear(kv_pending *p);
+/* The entry of key, read from RocksDB (through ropts) into the table on first use, or,
+ * when !load, taken as absent without reading (for a write that replaces the row blindly).
+ * The pointer lives until the next call that may insert (kv_pending_get) or clear. */
+int kv_pending_get(kv_pending *p, rocksdb_t *db, const rocksdb_readoptions_t *ropts,
+                   const uint8_t *key, size_t klen, bool load, kv_entry **out,
+                   fr_error *err);
+/* Replaces the entry's value with a copy of val (NULL: the key is deleted); marks it dirty. */
+int kv_pending_set(kv_entry *e, const uint8_t *val, size_t vlen, fr_error *err);
+
+/* ---- the store -------------------------------------------------------------------------- */
+
+typedef struct kv_writer {
+    int64_t id;
+    int32_t seq;
+    int64_t base;  /* the offset of that batch's changelog, or -1 */
+    uint64_t used; /* a clock for evicting the least recently used writer */
+} kv_writer;
+
+struct fr_kv {
+    char *name;
+    char *dir;
+    fr_log *log;
+
+    fr_schema *schema; /* our own copy */
+    int ncols;
+    int *pk;
+    int npk;
+    fr_type *pk_types;
+    bool *is_pk; /* per column */
+    fr_merge_engine merge;
+    int version_column;
+    fr_agg_fn *aggs;   /* per column (aggregation only) */
+    char **delims;     /* per column: listagg delimiter, or NULL */
+    fr_delete_behavior delete_behavior;
+    fr_changelog_image image;
+    fr_compression compression;
+    bool nullable_non_pk; /* every non-key column is nullable: partial writes allowed */
+
+    rocksdb_t *db;
+    rocksdb_options_t *opts;
+    rocksdb_writeoptions_t *wopts;
+    rocksdb_readoptions_t *ropts;
+
+    pthread_mutex_t mu;
+    _Atomic int64_t applied;
+    _Atomic int64_t nkeys; /* exact for FULL images; -1 when unknown */
+    int failed;            /* an FR_E* code once a RocksDB write failed after its append */
+    kv_pending pending;
+    kv_writer *writers;
+    int nwriters;
+    uint64_t writer_clock;
+};
+
+/* kv_store.c: the meta value, and a RocksDB error turned into an fr_error (frees errptr). */
+void kv_meta_encode(uint8_t out[KV_META_VALUE_LEN], int64_t applied, int64_t nkeys);
+int kv_rocks_fail(fr_kv *kv, char *errptr, const char *what, fr_error *err);
+
+/* Encodes the data key of a row (values: one per column; only the key columns are read),
+ * or of a prefix of nkey key values given in key order (key_values). Appends to out, the
+ * data prefix first. NULL key values are FR_EINVAL. */
+int kv_key_of_row(const fr_kv *kv, const fr_value *row, fr_buf *out, fr_error *err);
+int kv_key_of_values(const fr_kv *kv, const fr_value *key_values, int nkey, fr_buf *out,
+                     fr_error *err);
+/* The cells of row `row` of b (the table schema) into values[ncols]. */
+void kv_row_values(const fr_batch *b, int64_t row, int ncols, fr_value *values);
+/* Decodes a stored value into values[ncols] (strings point into p). */
+int kv_row_decode(const fr_kv *kv, const uint8_t *p, size_t n, fr_value *values,
+                  fr_error *err);
+
+/* ---- merge engines (kv_merge.c) ---------------------------------------------------------- */
+
+/* The row an upsert leaves when the key holds `old` (never NULL here): last_row (partial
+ * when targets is set: a per-column flag array), first_row, versioned, aggregation. out has
+ * ncols values; strings may point into old, in or arena memory. */
+int kv_merge_upsert(const fr_kv *kv, const fr_value *old, const fr_value *in,
+                    const bool *targets, fr_arena *arena, fr_value *out, fr_error *err);
+/* A delete with target columns: *remove when every non-target column of old is NULL, else
+ * out is old with the non-key target columns set to NULL. */
+void kv_merge_partial_delete(const fr_kv *kv, const fr_value *old, const bool *targets,
+                             fr_value *out, bool *remove);
+
+/* ---- aggregate functions (kv_agg.c) ------------------------------------------------------ */
+
+/* Combines the stored accumulator acc with the input in (both of type t, either may be
+ * NULL) into out (type t). Memory of new strings and bitmaps comes from arena. Errors:
+ * FR_EINVAL for a malformed bitmap; the caller names the column. */
+int kv_agg_apply(fr_agg_fn fn, const fr_type *t, const char *delim, const fr_value *acc,
+                 const fr_value *in, fr_arena *arena, fr_value *out, fr_error *err);
+/* Checks an input value of an rbm32/rbm64 column (others: nothing to check). */
+int kv_agg_check_input(fr_agg_fn fn, const fr_value *in, fr_error *err);
+
+/* ---- serialized RoaringBitmaps (kv_roaring.c) --------------------------------------------- */
+
+#define KV_RBM_BYTES_MAX FR_ROW_BYTES_MAX
+
+/* Checks that p starts with a well-formed 32-bit RoaringBitmap in the portable format
+ * (cookie, container headers, offsets, container contents sorted and consistent with their
+ * cardinalities); *used gets its size. FR_EINVAL with the byte position otherwise. */
+int kv_rbm32_check(const uint8_t *p, size_t n, size_t *used, fr_error *err);
+/* The same for the portable 64-bit format: uint64 count of buckets, then per bucket the
+ * uint32 high 32 bits (strictly ascending) and a portable 32-bit bitmap of the low bits. */
+int kv_rbm64_check(const uint8_t *p, size_t n, size_t *used, fr_error *err);
+/* Unions two serialized bitmaps (checked here) into a new serialized bitmap in arena. */
+int kv_rbm32_union(const uint8_t *a, size_t an, const uint8_t *b, size_t bn, fr_arena *arena,
+                   const uint8_t **out, size_t *outn, fr_error *err);
+int kv_rbm64_union(const uint8_t *a, size_t an, const uint8_t *b, size_t bn, fr_arena *arena,
+                   const uint8_t **out, size_t *outn, fr_error *err);
+
+#endif

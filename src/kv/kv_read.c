@@ -1,0 +1,270 @@
+/* kv_read.c — reads of a bucket's state: point lookups, prefix lookups and full scans.
+ *
+ * Every read works on one RocksDB snapshot, so it sees the state as of the last completed
+ * write and never a write half applied, and takes no lock of the store: writes go on
+ * beside it. Rows are decoded from their stored form and gathered into Arrow batches;
+ * scans filter them with the caller's predicate and project them. */
+#include "kv/kv_int.h"
+
+/* Where decoded rows go: a builder, flushed as a batch to the callback every batch_rows. */
+typedef struct kv_sink {
+    fr_kv *kv;
+    const int *columns;
+    int ncolumns;
+    const fr_expr *filter;
+    int64_t batch_rows;
+    bool full;          /* the builder holds every column (a filter needs them) */
+    fr_schema *proj;    /* the projected schema, when !full and columns are given */
+    fr_builder *bld;
+    fr_value *values;
+    fr_kv_rows_fn fn;
+    void *ctx;
+    bool stopped;
+} kv_sink;
+
+static int sink_init(kv_sink *s, fr_kv *kv, const int *columns, int ncolumns,
+                     const fr_expr *filter, int64_t batch_rows, fr_kv_rows_fn fn, void *ctx,
+                     fr_error *err)
+{
+    memset(s, 0, sizeof *s);
+    *s = (kv_sink){ .kv = kv, .columns = columns, .ncolumns = columns ? ncolumns : 0,
+                    .filter = filter, .fn = fn, .ctx = ctx,
+                    .batch_rows = batch_rows > 0 ? batch_rows : KV_BATCH_ROWS_DEFAULT };
+    if (s->batch_rows > FR_BATCH_ROWS_MAX) s->batch_rows = FR_BATCH_ROWS_MAX;
+    FR_CHECK(!columns || ncolumns >= 1, FR_EINVAL, err, "%s: a projection needs columns",
+             kv->name);
+    for (int i = 0; i < s->ncolumns; i++)
+        FR_CHECK(columns[i] >= 0 && columns[i] < kv->ncols, FR_EINVAL, err,
+                 "%s: projected column %d is out of range", kv->name, columns[i]);
+    s->values = fr_calloc((size_t)kv->ncols, sizeof *s->values);
+    if (!s->values) return fr_fail(err, FR_ENOMEM, "%s: out of memory for a read", kv->name);
+    s->full = filter || !columns;
+    if (!s->full) FR_TRY(fr_schema_project(kv->schema, columns, ncolumns, &s->proj, err));
+    return fr_builder_new(s->full ? kv->schema : s->proj, &s->bld, err);
+}
+
+static void sink_free(kv_sink *s)
+{
+    fr_builder_free(s->bld);
+    if (s->proj) fr_schema_free(s->proj);
+    fr_free(s->values);
+}
+
+/* Filters and projects a full batch; *out may have no rows. Takes b. */
+static int sink_shape(kv_sink *s, fr_batch *b, fr_batch **out, fr_error *err)
+{
+    int rc = FR_OK;
+    if (s->filter) {
+        int64_t rows = fr_batch_num_rows(b);
+        uint8_t *keep = fr_calloc((size_t)(rows + 7) / 8 + 1, 1);
+        int64_t kept = 0;
+        fr_batch *f = NULL;
+        rc = keep ? fr_expr_filter(s->filter, b, keep, &kept, err)
+                  : fr_fail(err, FR_ENOMEM, "%s: out of memory for a filter", s->kv->name);
+        if (rc == FR_OK && kept < rows) rc = fr_batch_filter(b, keep, &f, err);
+        fr_free(keep);
+        if (f) {
+            fr_batch_free(b);
+            b = f;
+        }
+    }
+    if (rc == FR_OK && s->filter && s->columns) {
+        fr_batch *p = NULL;
+        rc = fr_batch_project(b, s->columns, s->ncolumns, &p, err);
+        if (rc == FR_OK) {
+            fr_batch_free(b);
+            b = p;
+        }
+    }
+    if (rc < 0) {
+        fr_batch_free(b);
+        return rc;
+    }
+    *out = b;
+    return FR_OK;
+}
+
+/* Hands the rows gathered so far to the callback. */
+static int sink_flush(kv_sink *s, fr_error *err)
+{
+    if (s->stopped || fr_builder_num_rows(s->bld) == 0) return FR_OK;
+    fr_batch *b = NULL;
+    FR_TRY(fr_builder_finish(s->bld, &b, err));
+    FR_TRY(sink_shape(s, b, &b, err));
+    if (fr_batch_num_rows(b) == 0) {
+        fr_batch_free(b);
+        return FR_OK;
+    }
+    int rc = s->fn(s->ctx, b, err);
+    if (rc < 0) return rc;
+    if (rc > 0) s->stopped = true;
+    return FR_OK;
+}
+
+/* Appends the cells of a decoded row (s->values) that the builder holds. */
+static int sink_append_values(kv_sink *s, fr_builder *bld, bool full, fr_error *err)
+{
+    int n = full ? s->kv->ncols : s->ncolumns;
+    for (int j = 0; j < n; j++) {
+        int c = full ? j : s->columns[j];
+        FR_TRY(fr_builder_append(bld, j, &s->values[c], err));
+    }
+    return FR_OK;
+}
+
+static int sink_add(kv_sink *s, const uint8_t *val, size_t vlen, fr_error *err)
+{
+    FR_TRY(kv_row_decode(s->kv, val, vlen, s->values, err));
+    FR_TRY(sink_append_values(s, s->bld, s->full, err));
+    if (fr_builder_num_rows(s->bld) >= s->batch_rows) return sink_flush(s, err);
+    return FR_OK;
+}
+
+/* Walks the data keys from `from` while they start with `prefix` (or up to the end of the
+ * data keys), feeding the sink. */
+static int kv_iterate(fr_kv *kv, const uint8_t *prefix, size_t plen, kv_sink *s,
+                      fr_error *err)
+{
+    const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(kv->db);
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_snapshot(ro, snap);
+    static const char upper = KV_DATA_PREFIX + 1;
+    rocksdb_readoptions_set_iterate_upper_bound(ro, &upper, 1);
+    rocksdb_iterator_t *it = rocksdb_create_iterator(kv->db, ro);
+    int rc = FR_OK;
+    for (rocksdb_iter_seek(it, (const char *)prefix, plen); rc == FR_OK && !s->stopped &&
+                                                            rocksdb_iter_valid(it);
+         rocksdb_iter_next(it)) {
+        size_t klen, vlen;
+        const char *k = rocksdb_iter_key(it, &klen);
+        if (klen < plen || memcmp(k, prefix, plen) != 0) break;
+        const char *v = rocksdb_iter_value(it, &vlen);
+        rc = sink_add(s, (const uint8_t *)v, vlen, err);
+    }
+    if (rc == FR_OK) {
+        char *errptr = NULL;
+        rocksdb_iter_get_error(it, &errptr);
+        if (errptr) rc = kv_rocks_fail(kv, errptr, "iteration", err);
+    }
+    if (rc == FR_OK) rc = sink_flush(s, err);
+    rocksdb_iter_destroy(it);
+    rocksdb_readoptions_destroy(ro);
+    rocksdb_release_snapshot(kv->db, snap);
+    return rc;
+}
+
+int fr_kv_scan(fr_kv *kv, const int *columns, int ncolumns, const fr_expr *filter,
+               int64_t batch_rows, fr_kv_rows_fn fn, void *ctx, fr_error *err)
+{
+    kv_sink s;
+    int rc = sink_init(&s, kv, columns, ncolumns, filter, batch_rows, fn, ctx, err);
+    if (rc == FR_OK) {
+        uint8_t prefix = KV_DATA_PREFIX;
+        rc = kv_iterate(kv, &prefix, 1, &s, err);
+    }
+    sink_free(&s);
+    return rc;
+}
+
+/* Key values given by a caller, cast to the key columns' types where they differ. */
+static int kv_cast_key(fr_kv *kv, const fr_value *in, int n, fr_arena *arena, fr_value *out,
+                       fr_error *err)
+{
+    for (int i = 0; i < n; i++) {
+        if (in[i].is_null || fr_type_equal(&in[i].type, &kv->pk_types[i])) {
+            out[i] = in[i];
+            out[i].type = kv->pk_types[i];
+            continue;
+        }
+        int rc = fr_value_cast(&in[i], &kv->pk_types[i], arena, &out[i], err);
+        if (rc < 0)
+            return fr_error_wrap(err, "%s: key column %s", kv->name,
+                                 fr_schema_field(kv->schema, kv->pk[i])->name);
+    }
+    return FR_OK;
+}
+
+static bool kv_any_null(const fr_value *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i].is_null) return true;
+    return false;
+}
+
+int fr_kv_prefix_lookup(fr_kv *kv, const fr_value *prefix, int nprefix, const int *columns,
+                        int ncolumns, fr_kv_rows_fn fn, void *ctx, fr_error *err)
+{
+    FR_CHECK(nprefix >= 1 && nprefix <= kv->npk, FR_EINVAL, err,
+             "%s: a prefix lookup takes 1..%d key values, not %d", kv->name, kv->npk, nprefix);
+    if (kv_any_null(prefix, nprefix)) return FR_OK; /* a NULL matches no key */
+    kv_sink s;
+    fr_buf key;
+    fr_buf_init(&key);
+    fr_arena *arena = fr_arena_new(4096);
+    fr_value *vals = fr_calloc((size_t)nprefix, sizeof *vals);
+    int rc = arena && vals ? FR_OK : fr_fail(err, FR_ENOMEM, "%s: out of memory", kv->name);
+    if (rc == FR_OK) rc = sink_init(&s, kv, columns, ncolumns, NULL, 0, fn, ctx, err);
+    else memset(&s, 0, sizeof s);
+    if (rc == FR_OK) rc = kv_cast_key(kv, prefix, nprefix, arena, vals, err);
+    if (rc == FR_OK) rc = kv_key_of_values(kv, vals, nprefix, &key, err);
+    if (rc == FR_OK) rc = kv_iterate(kv, key.data, key.len, &s, err);
+    sink_free(&s);
+    fr_free(vals);
+    if (arena) fr_arena_free(arena);
+    fr_buf_free(&key);
+    return rc;
+}
+
+/* Looks up row i of keys in the snapshot that ro reads. */
+static int kv_lookup_one(fr_kv *kv, const fr_batch *keys, int64_t i,
+                         const rocksdb_readoptions_t *ro, kv_sink *s, fr_value *kvals,
+                         fr_arena *arena, fr_buf *key, bool *found, fr_error *err)
+{
+    *found = false;
+    fr_value *cast = kvals + kv->npk;
+    for (int j = 0; j < kv->npk; j++) fr_column_get(fr_batch_column(keys, j), i, &kvals[j]);
+    if (kv_any_null(kvals, kv->npk)) return FR_OK;
+    FR_TRY(kv_cast_key(kv, kvals, kv->npk, arena, cast, err));
+    fr_buf_reset(key);
+    FR_TRY(kv_key_of_values(kv, cast, kv->npk, key, err));
+    char *errptr = NULL;
+    size_t vlen = 0;
+    char *v = rocksdb_get(kv->db, ro, (const char *)key->data, key->len, &vlen, &errptr);
+    if (errptr) return kv_rocks_fail(kv, errptr, "lookup", err);
+    if (!v) return FR_OK;
+    int rc = kv_row_decode(kv, (const uint8_t *)v, vlen, s->values, err);
+    if (rc == FR_OK) rc = sink_append_values(s, s->bld, true, err);
+    rocksdb_free(v);
+    *found = rc == FR_OK;
+    return rc;
+}
+
+int fr_kv_lookup(fr_kv *kv, const fr_batch *keys, bool *found, fr_batch **out, fr_error *err)
+{
+    *out = NULL;
+    FR_CHECK(fr_batch_num_columns(keys) == kv->npk, FR_EINVAL, err,
+             "%s: a lookup needs the %d primary key columns, not %d columns", kv->name, kv->npk,
+             fr_batch_num_columns(keys));
+    kv_sink s;
+    int rc = sink_init(&s, kv, NULL, 0, NULL, 0, NULL, NULL, err);
+    fr_buf key;
+    fr_buf_init(&key);
+    fr_value *kvals = fr_calloc((size_t)kv->npk * 2, sizeof *kvals); /* read, then cast */
+    fr_arena *arena = fr_arena_new(4096);
+    if (rc == FR_OK && (!kvals || !arena))
+        rc = fr_fail(err, FR_ENOMEM, "%s: out of memory for a lookup", kv->name);
+    const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(kv->db);
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_snapshot(ro, snap);
+    int64_t n = fr_batch_num_rows(keys);
+    for (int64_t i = 0; rc == FR_OK && i < n; i++)
+        rc = kv_lookup_one(kv, keys, i, ro, &s, kvals, arena, &key, &found[i], err);
+    if (rc == FR_OK) rc = fr_builder_finish(s.bld, out, err);
+    rocksdb_readoptions_destroy(ro);
+    rocksdb_release_snapshot(kv->db, snap);
+    if (arena) fr_arena_free(arena);
+    fr_free(kvals);
+    fr_buf_free(&key);
+    sink_free(&s);
+    return rc;
+}

@@ -1,0 +1,408 @@
+/* kv_write.c — the write path of a primary-key bucket.
+ *
+ * For each record of a write: find the key's row (the pending table first, so a key written
+ * twice in one batch sees its own first write, then RocksDB), let the merge engine decide
+ * the new row, and add the changelog records (+I, -U, +U, -D) to one record batch. That
+ * batch is appended to the bucket's log, which is the write-ahead log; only once the append
+ * is durable are the new rows written to RocksDB, in one write batch with RocksDB's WAL off
+ * that also stores the applied offset (the log's end after this batch). A record that
+ * leaves its row byte for byte as it was writes nothing.
+ *
+ * Changelog images (as Fluss's KvTablet): FULL writes -U with the old row and +U with the
+ * new one for an update; WAL writes the +U alone, and a full-row upsert on last_row is not
+ * looked up at all: it is written as +U whether the key existed or not.
+ *
+ * Nothing is applied unless the whole write succeeds: every check runs before the append,
+ * and the pending table is dropped on any failure. Should the RocksDB write fail after the
+ * append, the store refuses further writes (FR_ESTATE) until it is reopened, which replays
+ * the changelog. */
+#include "kv/kv_int.h"
+
+/* What one write carries from record to record. */
+typedef struct kv_wctx {
+    fr_kv *kv;
+    const bool *targets; /* per column, or NULL for full writes */
+    fr_arena *arena;
+    fr_builder *bld;
+    fr_buf cts; /* one change type per changelog record */
+    fr_buf key, row;
+    fr_value *in, *old, *out; /* ncols each */
+    int64_t nrecords;
+    int64_t key_delta; /* keys added minus keys removed */
+    int64_t changed;
+} kv_wctx;
+
+/* ---- idempotence of batches that change nothing ------------------------------------------- */
+
+static kv_writer *kv_writer_find(fr_kv *kv, int64_t id)
+{
+    for (int i = 0; i < kv->nwriters; i++)
+        if (kv->writers[i].id == id) return &kv->writers[i];
+    return NULL;
+}
+
+/* A batch that changes nothing is not appended, so the log cannot see its sequence again;
+ * the store remembers the last sequence of each writer itself (in memory, the least recently
+ * used writer forgotten past KV_WRITERS_MAX). */
+static void kv_writer_note(fr_kv *kv, int64_t id, int32_t seq, int64_t base)
+{
+    if (id == FR_NO_WRITER || seq < 0) return;
+    kv_writer *w = kv_writer_find(kv, id);
+    if (!w) {
+        if (!kv->writers) {
+            kv->writers = fr_calloc(KV_WRITERS_MAX, sizeof *kv->writers);
+            if (!kv->writers) return; /* only the no-op retry check is lost */
+        }
+        if (kv->nwriters < KV_WRITERS_MAX) {
+            w = &kv->writers[kv->nwriters++];
+        } else {
+            w = &kv->writers[0];
+            for (int i = 1; i < kv->nwriters; i++)
+                if (kv->writers[i].used < w->used) w = &kv->writers[i];
+        }
+        w->id = id;
+        w->seq = seq;
+        w->base = base;
+    } else if (seq > w->seq) {
+        w->seq = seq;
+        w->base = base;
+    }
+    w->used = ++kv->writer_clock;
+}
+
+/* FR_EDUPLICATE when the writer's sequence was seen; *base gets the offset of its changelog
+ * (-1 when it wrote none or is not the last one). */
+static int kv_writer_check(fr_kv *kv, int64_t id, int32_t seq, int64_t *base, fr_error *err)
+{
+    if (id == FR_NO_WRITER || seq < 0) return FR_OK;
+    kv_writer *w = kv_writer_find(kv, id);
+    if (!w || seq > w->seq) return FR_OK;
+    *base = seq == w->seq ? w->base : -1;
+    return fr_fail(err, FR_EDUPLICATE, "%s: writer %lld sent sequence %d again (the last applied is %d)",
+                   kv->name, (long long)id, (int)seq, (int)w->seq);
+}
+
+/* ---- checks before anything runs -------------------------------------------------------- */
+
+static int kv_check_rows(fr_kv *kv, const fr_batch *rows, const uint8_t *ops, fr_error *err)
+{
+    FR_CHECK(fr_batch_num_columns(rows) == kv->ncols, FR_EINVAL, err,
+             "%s: a write has %d columns, the table has %d", kv->name,
+             fr_batch_num_columns(rows), kv->ncols);
+    for (int c = 0; c < kv->ncols; c++) {
+        const fr_field *f = fr_schema_field(kv->schema, c);
+        FR_CHECK(fr_type_equal(&fr_batch_column(rows, c)->type, &f->type), FR_EINVAL, err,
+                 "%s: column %s of a write does not have the table's type", kv->name, f->name);
+    }
+    int64_t n = fr_batch_num_rows(rows);
+    FR_CHECK(n <= FR_RB_RECORDS_MAX / 2, FR_ELIMIT, err,
+             "%s: a write of %lld rows exceeds the %d-row limit; write fewer rows at a time",
+             kv->name, (long long)n, FR_RB_RECORDS_MAX / 2);
+    bool deletes = false;
+    for (int64_t i = 0; ops && i < n; i++) {
+        FR_CHECK(ops[i] == FR_KV_UPSERT || ops[i] == FR_KV_DELETE, FR_EINVAL, err,
+                 "%s: row %lld has an unknown operation %u", kv->name, (long long)i, ops[i]);
+        if (ops[i] == FR_KV_DELETE) deletes = true;
+    }
+    FR_CHECK(!deletes || kv->delete_behavior != FR_DELETE_DISABLE, FR_EINVAL, err,
+             "deletes are disabled for table %s ('table.delete.behavior' = 'disable')",
+             kv->name);
+    return FR_OK;
+}
+
+/* Turns target columns into a per-column flag array in *out (NULL when the write is a full
+ * one), checking them as Fluss does. */
+static int kv_check_targets(fr_kv *kv, const int *targets, int ntarget, bool *flags,
+                            bool *partial, fr_error *err)
+{
+    *partial = false;
+    if (!targets) return FR_OK;
+    memset(flags, 0, (size_t)kv->ncols * sizeof *flags);
+    int distinct = 0;
+    for (int i = 0; i < ntarget; i++) {
+        FR_CHECK(targets[i] >= 0 && targets[i] < kv->ncols, FR_EINVAL, err,
+                 "%s: target column %d is out of range", kv->name, targets[i]);
+        if (!flags[targets[i]]) distinct++;
+        flags[targets[i]] = true;
+    }
+    if (distinct == kv->ncols) return FR_OK; /* every column: a full write */
+    FR_CHECK(kv->merge == FR_MERGE_LAST_ROW || kv->merge == FR_MERGE_AGGREGATION,
+             FR_EINVAL, err, "%s: partial update is not supported by the %s merge engine",
+             kv->name, fr_merge_engine_name(kv->merge));
+    for (int i = 0; i < kv->npk; i++)
+        FR_CHECK(flags[kv->pk[i]], FR_EINVAL, err,
+                 "%s: the target columns of a partial update must include the primary key "
+                 "column %s", kv->name, fr_schema_field(kv->schema, kv->pk[i])->name);
+    for (int c = 0; c < kv->ncols; c++)
+        FR_CHECK(kv->is_pk[c] || fr_schema_field(kv->schema, c)->type.nullable, FR_EINVAL,
+                 err, "%s: partial update needs every column outside the primary key to be "
+                 "nullable, but column %s is NOT NULL", kv->name,
+                 fr_schema_field(kv->schema, c)->name);
+    *partial = true;
+    return FR_OK;
+}
+
+/* ---- records ------------------------------------------------------------------------------ */
+
+/* Adds one changelog record. */
+static int kv_emit(kv_wctx *w, fr_change_type ct, const fr_value *row, fr_error *err)
+{
+    fr_kv *kv = w->kv;
+    for (int c = 0; c < kv->ncols; c++) {
+        int rc = fr_builder_append(w->bld, c, &row[c], err);
+        if (rc < 0) return fr_error_wrap(err, "%s: %s record", kv->name, fr_change_type_name(ct));
+    }
+    uint8_t b = (uint8_t)ct;
+    FR_TRY(fr_buf_append(&w->cts, &b, 1, err));
+    w->nrecords++;
+    return FR_OK;
+}
+
+/* Encodes row into w->row. */
+static int kv_encode(kv_wctx *w, const fr_value *row, fr_error *err)
+{
+    fr_buf_reset(&w->row);
+    int rc = fr_row_encode(w->kv->schema, row, &w->row, err);
+    if (rc < 0) return fr_error_wrap(err, "%s: row", w->kv->name);
+    return FR_OK;
+}
+
+/* Gives the key its new row (w->row, or none when removing). */
+static int kv_store(kv_wctx *w, kv_entry *e, bool remove, fr_error *err)
+{
+    if (!e->dirty) w->changed++;
+    if (remove) return kv_pending_set(e, NULL, 0, err);
+    return kv_pending_set(e, w->row.data, w->row.len, err);
+}
+
+/* The records of an update from old to w->out (already encoded in w->row), unless the row
+ * stays the same. */
+static int kv_update(kv_wctx *w, kv_entry *e, fr_error *err)
+{
+    if (w->row.len == e->vlen && memcmp(w->row.data, e->val, e->vlen) == 0) return FR_OK;
+    if (w->kv->image == FR_CHANGELOG_FULL)
+        FR_TRY(kv_emit(w, FR_CHANGE_UPDATE_BEFORE, w->old, err));
+    FR_TRY(kv_emit(w, FR_CHANGE_UPDATE_AFTER, w->out, err));
+    return kv_store(w, e, false, err);
+}
+
+/* Checks the bitmaps of an upsert for rbm32/rbm64 columns. */
+static int kv_check_bitmaps(kv_wctx *w, fr_error *err)
+{
+    fr_kv *kv = w->kv;
+    if (kv->merge != FR_MERGE_AGGREGATION) return FR_OK;
+    for (int c = 0; c < kv->ncols; c++) {
+        if (kv->is_pk[c]) continue;
+        int rc = kv_agg_check_input(kv->aggs[c], &w->in[c], err);
+        if (rc < 0)
+            return fr_error_wrap(err, "%s: column %s (%s)", kv->name,
+                                 fr_schema_field(kv->schema, c)->name, fr_agg_fn_name(kv->aggs[c]));
+    }
+    return FR_OK;
+}
+
+static int kv_upsert(kv_wctx *w, fr_error *err)
+{
+    fr_kv *kv = w->kv;
+    if (w->targets) {
+        for (int c = 0; c < kv->ncols; c++)
+            if (!w->targets[c]) w->in[c] = fr_value_null(fr_schema_field(kv->schema, c)->type);
+    }
+    FR_TRY(kv_check_bitmaps(w, err));
+    fr_buf_reset(&w->key);
+    FR_TRY(kv_key_of_row(kv, w->in, &w->key, err));
+    /* A whole row replacing whatever was there needs no lookup when the changelog does not
+     * carry the old row (Fluss's WAL image optimization). */
+    bool blind = kv->image == FR_CHANGELOG_WAL && kv->merge == FR_MERGE_LAST_ROW && !w->targets;
+    kv_entry *e;
+    FR_TRY(kv_pending_get(&kv->pending, kv->db, kv->ropts, w->key.data, w->key.len, !blind, &e,
+                          err));
+    FR_TRY(kv_encode(w, w->in, err));
+    if (blind) {
+        FR_TRY(kv_emit(w, FR_CHANGE_UPDATE_AFTER, w->in, err));
+        return kv_store(w, e, false, err);
+    }
+    if (!e->val) {
+        FR_TRY(kv_emit(w, FR_CHANGE_INSERT, w->in, err));
+        w->key_delta++;
+        return kv_store(w, e, false, err);
+    }
+    FR_TRY(kv_row_decode(kv, e->val, e->vlen, w->old, err));
+    FR_TRY(kv_merge_upsert(kv, w->old, w->in, w->targets, w->arena, w->out, err));
+    FR_TRY(kv_encode(w, w->out, err));
+    return kv_update(w, e, err);
+}
+
+static int kv_delete(kv_wctx *w, fr_error *err)
+{
+    fr_kv *kv = w->kv;
+    if (kv->delete_behavior == FR_DELETE_IGNORE) return FR_OK;
+    fr_buf_reset(&w->key);
+    FR_TRY(kv_key_of_row(kv, w->in, &w->key, err));
+    kv_entry *e;
+    FR_TRY(kv_pending_get(&kv->pending, kv->db, kv->ropts, w->key.data, w->key.len, true, &e,
+                          err));
+    if (!e->val) return FR_OK; /* nothing to delete */
+    FR_TRY(kv_row_decode(kv, e->val, e->vlen, w->old, err));
+    bool remove = true;
+    if (w->targets) kv_merge_partial_delete(kv, w->old, w->targets, w->out, &remove);
+    if (!remove) {
+        FR_TRY(kv_encode(w, w->out, err));
+        return kv_update(w, e, err);
+    }
+    FR_TRY(kv_emit(w, FR_CHANGE_DELETE, w->old, err));
+    w->key_delta--;
+    return kv_store(w, e, true, err);
+}
+
+/* ---- applying ----------------------------------------------------------------------------- */
+
+/* Appends the changelog to the log; *base gets its first offset. */
+static int kv_append(kv_wctx *w, int64_t writer_id, int32_t seq, int64_t *base, fr_error *err)
+{
+    fr_kv *kv = w->kv;
+    fr_batch *b = NULL;
+    fr_buf enc;
+    fr_buf_init(&enc);
+    int rc = fr_builder_finish(w->bld, &b, err);
+    if (rc == FR_OK) {
+        fr_rb_params p = { .schema_id = fr_schema_id(kv->schema),
+                           .compression = kv->compression,
+                           .writer_id = writer_id,
+                           .batch_sequence = seq,
+                           .change_types = w->cts.data };
+        rc = fr_rb_encode(b, &p, &enc, err);
+        if (rc < 0) fr_error_wrap(err, "%s: changelog of %lld records", kv->name,
+                                  (long long)w->nrecords);
+    }
+    /* The batch was encoded just now in this process: the log may skip its CRC pass. */
+    if (rc == FR_OK)
+        rc = fr_log_append2(kv->log, enc.data, enc.len, FR_LOG_APPEND_VERIFIED, base, err);
+    fr_batch_free(b);
+    fr_buf_free(&enc);
+    return rc;
+}
+
+/* Writes the changed rows and the new applied offset in one RocksDB write. */
+static int kv_apply(fr_kv *kv, int64_t applied, int64_t nkeys, fr_error *err)
+{
+    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+    for (size_t i = 0; i < kv->pending.cap; i++) {
+        kv_entry *e = &kv->pending.slots[i];
+        if (!e->key || !e->dirty) continue;
+        if (e->val)
+            rocksdb_writebatch_put(wb, (const char *)e->key, e->klen, (const char *)e->val,
+                                   e->vlen);
+        else
+            rocksdb_writebatch_delete(wb, (const char *)e->key, e->klen);
+    }
+    uint8_t meta[KV_META_VALUE_LEN];
+    kv_meta_encode(meta, applied, nkeys);
+    rocksdb_writebatch_put(wb, KV_META_KEY, KV_META_KEY_LEN, (const char *)meta, sizeof meta);
+    char *errptr = NULL;
+    rocksdb_write(kv->db, kv->wopts, wb, &errptr);
+    rocksdb_writebatch_destroy(wb);
+    if (errptr) return kv_rocks_fail(kv, errptr, "write", err);
+    return FR_OK;
+}
+
+static int kv_records(kv_wctx *w, const fr_batch *rows, const uint8_t *ops, fr_error *err)
+{
+    int64_t n = fr_batch_num_rows(rows);
+    for (int64_t i = 0; i < n; i++) {
+        kv_row_values(rows, i, w->kv->ncols, w->in);
+        bool del = ops && ops[i] == FR_KV_DELETE;
+        int rc = del ? kv_delete(w, err) : kv_upsert(w, err);
+        if (rc < 0) return fr_error_wrap(err, "row %lld", (long long)i);
+    }
+    return FR_OK;
+}
+
+/* The write under the lock, once the checks passed. */
+static int kv_write_locked(kv_wctx *w, const fr_batch *rows, const uint8_t *ops,
+                           int64_t writer_id, int32_t seq, fr_kv_write_result *res,
+                           fr_error *err)
+{
+    fr_kv *kv = w->kv;
+    FR_TRY(kv_writer_check(kv, writer_id, seq, &res->base_offset, err));
+    FR_TRY(kv_records(w, rows, ops, err));
+    if (w->nrecords == 0) {
+        kv_writer_note(kv, writer_id, seq, -1);
+        return FR_OK;
+    }
+    int64_t base = -1;
+    int rc = kv_append(w, writer_id, seq, &base, err);
+    if (rc == FR_EDUPLICATE) res->base_offset = base;
+    if (rc < 0) return rc;
+    int64_t applied = base + w->nrecords;
+    int64_t nkeys = atomic_load(&kv->nkeys);
+    if (kv->image == FR_CHANGELOG_FULL) nkeys += w->key_delta;
+    rc = kv_apply(kv, applied, nkeys, err);
+    if (rc < 0) {
+        kv->failed = rc;
+        return fr_error_wrap(err, "the changelog up to offset %lld is in the log but not in the state",
+                             (long long)applied);
+    }
+    atomic_store(&kv->applied, applied);
+    atomic_store(&kv->nkeys, nkeys);
+    kv_writer_note(kv, writer_id, seq, base);
+    res->changelog_records = w->nrecords;
+    res->base_offset = base;
+    res->rows_changed = w->changed;
+    return FR_OK;
+}
+
+static int kv_wctx_init(kv_wctx *w, fr_kv *kv, fr_error *err)
+{
+    memset(w, 0, sizeof *w);
+    w->kv = kv;
+    fr_buf_init(&w->cts);
+    fr_buf_init(&w->key);
+    fr_buf_init(&w->row);
+    w->in = fr_calloc((size_t)kv->ncols * 3, sizeof *w->in);
+    w->arena = fr_arena_new(64 << 10);
+    if (!w->in || !w->arena) return fr_fail(err, FR_ENOMEM, "%s: out of memory for a write", kv->name);
+    w->old = w->in + kv->ncols;
+    w->out = w->old + kv->ncols;
+    return fr_builder_new(kv->schema, &w->bld, err);
+}
+
+static void kv_wctx_free(kv_wctx *w)
+{
+    fr_builder_free(w->bld);
+    if (w->arena) fr_arena_free(w->arena);
+    fr_free(w->in);
+    fr_buf_free(&w->cts);
+    fr_buf_free(&w->key);
+    fr_buf_free(&w->row);
+}
+
+int fr_kv_write(fr_kv *kv, const fr_batch *rows, const uint8_t *ops,
+                const int *target_columns, int ntarget, int64_t writer_id, int32_t seq,
+                fr_kv_write_result *result, fr_error *err)
+{
+    fr_kv_write_result res = { 0, -1, 0 };
+    if (result) *result = res;
+    FR_TRY(kv_check_rows(kv, rows, ops, err));
+    bool *flags = fr_calloc((size_t)kv->ncols, sizeof *flags);
+    if (!flags) return fr_fail(err, FR_ENOMEM, "%s: out of memory for a write", kv->name);
+    bool partial = false;
+    kv_wctx w;
+    int rc = kv_wctx_init(&w, kv, err);
+    if (rc == FR_OK) rc = kv_check_targets(kv, target_columns, ntarget, flags, &partial, err);
+    w.targets = partial ? flags : NULL;
+    if (rc == FR_OK) {
+        pthread_mutex_lock(&kv->mu);
+        if (kv->failed)
+            rc = fr_fail(err, FR_ESTATE, "%s: a RocksDB write failed after its changelog was appended; "
+                         "reopen the table to recover the state from the log", kv->name);
+        else
+            rc = kv_write_locked(&w, rows, ops, writer_id, seq, &res, err);
+        kv_pending_clear(&kv->pending);
+        pthread_mutex_unlock(&kv->mu);
+    }
+    kv_wctx_free(&w);
+    fr_free(flags);
+    if (result) *result = res;
+    return rc;
+}

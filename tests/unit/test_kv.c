@@ -1,0 +1,662 @@
+/* test_kv.c — the KV store of a primary-key bucket: option names and spec checks, each merge
+ * engine's state and exact changelog on hand-written cases (FULL and WAL images, partial
+ * updates and deletes, delete behaviors), point and prefix lookups, scans with filter and
+ * projection, idempotent retries, and recovery after a crash (memtable lost), after the
+ * RocksDB directory is removed, and when the state is ahead of the log. */
+#include <sys/stat.h>
+
+#include "kv_testkit.h"
+
+/* id INT NOT NULL (the key), name STRING, score BIGINT */
+static kt_bucket *simple_bucket(const char *name)
+{
+    fr_schema *s = kt_schema(3, (const char *[]){ "id INT NOT NULL", "name STRING",
+                                                  "score BIGINT" });
+    return kt_bucket_new(name, s, (const int[]){ 0 }, 1);
+}
+
+/* ---- options ------------------------------------------------------------------------------ */
+
+static void test_option_names(void **state)
+{
+    (void)state;
+    fr_error err;
+    fr_merge_engine m;
+    assert_int_equal(fr_merge_engine_parse("Versioned", &m, &err), 0);
+    assert_int_equal(m, FR_MERGE_VERSIONED);
+    assert_string_equal(fr_merge_engine_name(FR_MERGE_FIRST_ROW), "first_row");
+    assert_int_equal(fr_merge_engine_parse("latest", &m, &err), FR_EINVAL);
+    assert_non_null(strstr(err.msg, "last_row"));
+    fr_agg_fn f;
+    assert_int_equal(fr_agg_fn_parse("STRING_AGG", &f, &err), 0);
+    assert_int_equal(f, FR_AGG_LISTAGG);
+    assert_int_equal(fr_agg_fn_parse("rbm64", &f, &err), 0);
+    assert_int_equal(f, FR_AGG_RBM64);
+    assert_string_equal(fr_agg_fn_name(FR_AGG_FIRST_VALUE_IGNORE_NULLS),
+                        "first_value_ignore_nulls");
+    assert_int_equal(fr_agg_fn_parse("count", &f, &err), FR_EINVAL);
+    fr_delete_behavior d;
+    assert_int_equal(fr_delete_behavior_parse("DISABLE", &d, &err), 0);
+    assert_int_equal(d, FR_DELETE_DISABLE);
+    fr_changelog_image im;
+    assert_int_equal(fr_changelog_image_parse("wal", &im, &err), 0);
+    assert_int_equal(im, FR_CHANGELOG_WAL);
+    assert_int_equal(fr_changelog_image_parse("partial", &im, &err), FR_EINVAL);
+
+    assert_int_equal(fr_delete_behavior_default(FR_MERGE_LAST_ROW), FR_DELETE_ALLOW);
+    assert_int_equal(fr_delete_behavior_default(FR_MERGE_FIRST_ROW), FR_DELETE_IGNORE);
+    assert_int_equal(fr_delete_behavior_default(FR_MERGE_VERSIONED), FR_DELETE_IGNORE);
+    assert_int_equal(fr_delete_behavior_default(FR_MERGE_AGGREGATION), FR_DELETE_IGNORE);
+
+    fr_type i = fr_type_of(FR_T_INT), s = fr_type_of(FR_T_STRING), b = fr_type_of(FR_T_BYTES);
+    fr_type bo = fr_type_of(FR_T_BOOLEAN), ts = fr_type_time_like(FR_T_TIMESTAMP, 3);
+    assert_true(fr_agg_fn_accepts(FR_AGG_SUM, &i));
+    assert_false(fr_agg_fn_accepts(FR_AGG_SUM, &s));
+    assert_true(fr_agg_fn_accepts(FR_AGG_MAX, &s));
+    assert_true(fr_agg_fn_accepts(FR_AGG_MAX, &ts));
+    assert_false(fr_agg_fn_accepts(FR_AGG_MAX, &bo));
+    assert_true(fr_agg_fn_accepts(FR_AGG_LISTAGG, &s));
+    assert_false(fr_agg_fn_accepts(FR_AGG_LISTAGG, &i));
+    assert_true(fr_agg_fn_accepts(FR_AGG_BOOL_AND, &bo));
+    assert_false(fr_agg_fn_accepts(FR_AGG_BOOL_OR, &i));
+    assert_true(fr_agg_fn_accepts(FR_AGG_RBM32, &b));
+    assert_false(fr_agg_fn_accepts(FR_AGG_RBM64, &s));
+    assert_true(fr_agg_fn_accepts(FR_AGG_FIRST_VALUE, &b));
+}
+
+static void test_spec_check(void **state)
+{
+    (void)state;
+    kt_bucket *b = simple_bucket("kv-spec");
+    fr_error err;
+    assert_int_equal(fr_kv_spec_check(&b->spec, &err), 0);
+
+    b->spec.merge = FR_MERGE_FIRST_ROW;
+    assert_int_equal(fr_kv_spec_check(&b->spec, &err), FR_EINVAL);
+    assert_non_null(strstr(err.msg, "first_row"));
+    b->spec.delete_behavior = FR_DELETE_IGNORE;
+    assert_int_equal(fr_kv_spec_check(&b->spec, &err), 0);
+
+    b->spec.merge = FR_MERGE_VERSIONED;
+    b->spec.version_column = -1;
+    assert_int_equal(fr_kv_spec_check(&b->spec, &err), FR_EINVAL);
+    b->spec.version_column = 1; /* STRING */
+    assert_int_equal(fr_kv_spec_check(&b->spec, &err), FR_EINVAL);
+    assert_non_null(strstr(err.msg, "name"));
+    b->spec.version_column = 2; /* BIGINT */
+    assert_int_equal(fr_kv_spec_check(&b->spec, &err), 0);
+
+    b->spec.merge = FR_MERGE_AGGREGATION;
+    b->aggs[1] = FR_AGG_SUM; /* on STRING */
+    assert_int_equal(fr_kv_spec_check(&b->spec, &err), FR_EINVAL);
+    assert_non_null(strstr(err.msg, "name"));
+    assert_non_null(strstr(err.msg, "sum"));
+    b->aggs[1] = FR_AGG_LISTAGG;
+    b->aggs[2] = FR_AGG_PRODUCT;
+    b->aggs[0] = FR_AGG_RBM32; /* the key's function is ignored */
+    assert_int_equal(fr_kv_spec_check(&b->spec, &err), 0);
+
+    b->pk[0] = 7;
+    assert_int_equal(fr_kv_spec_check(&b->spec, &err), FR_EINVAL);
+    b->spec.npk = 0;
+    assert_int_equal(fr_kv_spec_check(&b->spec, &err), FR_EINVAL);
+
+    /* open refuses what the check refuses */
+    b->spec.npk = 1;
+    b->pk[0] = 0;
+    b->spec.merge = FR_MERGE_FIRST_ROW;
+    b->spec.delete_behavior = FR_DELETE_ALLOW;
+    assert_int_equal(kt_try_open(b, &err), FR_EINVAL);
+    assert_null(b->kv);
+    kt_bucket_free(b);
+}
+
+/* ---- last_row ----------------------------------------------------------------------------- */
+
+static void test_last_row_changelog(void **state)
+{
+    (void)state;
+    kt_bucket *b = simple_bucket("kv-last");
+    kt_open(b);
+    fr_kv_write_result r = KT_UPSERT(b, "1|a|10", "2|b|20");
+    assert_int_equal(r.changelog_records, 2);
+    assert_int_equal(r.base_offset, 0);
+    assert_int_equal(r.rows_changed, 2);
+    kt_expect_changes(b, 0, "+I 1|a|10", "+I 2|b|20");
+
+    r = KT_UPSERT(b, "1|a2|11");
+    assert_int_equal(r.base_offset, 2);
+    assert_int_equal(r.changelog_records, 2);
+    kt_expect_changes(b, 2, "-U 1|a|10", "+U 1|a2|11");
+
+    /* the same row again changes nothing and writes nothing */
+    r = KT_UPSERT(b, "1|a2|11");
+    assert_int_equal(r.changelog_records, 0);
+    assert_int_equal(r.base_offset, -1);
+    assert_int_equal(r.rows_changed, 0);
+    assert_int_equal(fr_log_end_offset(b->log), 4);
+
+    /* one key three times in one batch, a delete of a missing key, a delete */
+    r = kt_write(b, 5, KT_ROWS("3|c|30", "3|c|31", "9|NULL|NULL", "2|NULL|NULL", "3|NULL|32"),
+                 "uuddu");
+    assert_int_equal(r.base_offset, 4);
+    assert_int_equal(r.changelog_records, 6);
+    assert_int_equal(r.rows_changed, 2);
+    kt_expect_changes(b, 4, "+I 3|c|30", "-U 3|c|30", "+U 3|c|31", "-D 2|b|20", "-U 3|c|31",
+                      "+U 3|NULL|32");
+    kt_expect_state(b, "1|a2|11", "3|NULL|32");
+    assert_int_equal(fr_kv_num_keys(b->kv), 2);
+    assert_int_equal(fr_kv_applied_offset(b->kv), 10);
+
+    /* insert, delete, insert of one key in one batch */
+    r = kt_write(b, 3, KT_ROWS("5|x|1", "5|NULL|NULL", "5|y|2"), "udu");
+    kt_expect_changes(b, 10, "+I 5|x|1", "-D 5|x|1", "+I 5|y|2");
+    kt_expect_state(b, "1|a2|11", "3|NULL|32", "5|y|2");
+    assert_int_equal(fr_kv_num_keys(b->kv), 3);
+    assert_true(fr_kv_size_bytes(b->kv) > 0);
+    kt_bucket_free(b);
+}
+
+static void test_last_row_wal_image(void **state)
+{
+    (void)state;
+    kt_bucket *b = simple_bucket("kv-wal");
+    b->spec.image = FR_CHANGELOG_WAL;
+    kt_open(b);
+    /* a full upsert is not looked up: +U for a new key and for an update alike, and +U
+     * again for an unchanged row (it cannot know) */
+    KT_UPSERT(b, "1|a|10", "2|b|20");
+    KT_UPSERT(b, "1|a|11", "2|b|20");
+    kt_expect_changes(b, 0, "+U 1|a|10", "+U 2|b|20", "+U 1|a|11", "+U 2|b|20");
+    /* deletes carry the old row */
+    kt_write(b, 2, KT_ROWS("2|NULL|NULL", "7|NULL|NULL"), "dd");
+    kt_expect_changes(b, 4, "-D 2|b|20");
+    /* partial updates are looked up: +I for a new key, +U alone for an update */
+    fr_error err;
+    fr_kv_write_result r;
+    assert_int_equal(kt_write_ex(b, 2, KT_ROWS("3|c|NULL", "1|z|NULL"), NULL, (int[]){ 0, 1 },
+                                 2, FR_NO_WRITER, -1, &r, &err), 0);
+    kt_expect_changes(b, 5, "+I 3|c|NULL", "+U 1|z|11");
+    kt_expect_state(b, "1|z|11", "3|c|NULL");
+    kt_bucket_free(b);
+}
+
+static void test_partial_update(void **state)
+{
+    (void)state;
+    kt_bucket *b = simple_bucket("kv-partial");
+    kt_open(b);
+    fr_error err;
+    fr_kv_write_result r;
+    int name_t[] = { 0, 1 }, score_t[] = { 2, 0 }, key_t[] = { 0 };
+    /* a new key gets NULL outside the targets, whatever the row says there */
+    assert_int_equal(kt_write_ex(b, 1, KT_ROWS("1|x|99"), NULL, name_t, 2, FR_NO_WRITER, -1,
+                                 &r, &err), 0);
+    kt_expect_changes(b, 0, "+I 1|x|NULL");
+    assert_int_equal(kt_write_ex(b, 1, KT_ROWS("1|ignored|5"), NULL, score_t, 2, FR_NO_WRITER,
+                                 -1, &r, &err), 0);
+    kt_expect_changes(b, 1, "-U 1|x|NULL", "+U 1|x|5");
+    /* only the key as target: an existing row stays as it is */
+    assert_int_equal(kt_write_ex(b, 1, KT_ROWS("1|NULL|NULL"), NULL, key_t, 1, FR_NO_WRITER,
+                                 -1, &r, &err), 0);
+    assert_int_equal(r.changelog_records, 0);
+    /* a partial delete clears its targets while another column holds a value... */
+    assert_int_equal(kt_write_ex(b, 1, KT_ROWS("1|NULL|NULL"), "d", score_t, 2, FR_NO_WRITER,
+                                 -1, &r, &err), 0);
+    kt_expect_changes(b, 3, "-U 1|x|5", "+U 1|x|NULL");
+    /* ...and removes the row once every column outside the targets is NULL */
+    assert_int_equal(kt_write_ex(b, 1, KT_ROWS("1|NULL|NULL"), "d", name_t, 2, FR_NO_WRITER,
+                                 -1, &r, &err), 0);
+    kt_expect_changes(b, 5, "-D 1|x|NULL");
+    kt_expect_empty_state(b);
+
+    /* targets naming every column are a full write */
+    assert_int_equal(kt_write_ex(b, 1, KT_ROWS("2|b|2"), NULL, (int[]){ 2, 1, 0 }, 3,
+                                 FR_NO_WRITER, -1, &r, &err), 0);
+    kt_expect_changes(b, 6, "+I 2|b|2");
+
+    /* refused: targets without the key, out of range */
+    assert_int_equal(kt_write_ex(b, 1, KT_ROWS("2|c|3"), NULL, (int[]){ 1 }, 1, FR_NO_WRITER,
+                                 -1, &r, &err), FR_EINVAL);
+    assert_non_null(strstr(err.msg, "primary key column id"));
+    assert_int_equal(kt_write_ex(b, 1, KT_ROWS("2|c|3"), NULL, (int[]){ 0, 5 }, 2,
+                                 FR_NO_WRITER, -1, &r, &err), FR_EINVAL);
+    kt_expect_state(b, "2|b|2");
+    kt_bucket_free(b);
+
+    /* a NOT NULL column outside the key forbids partial updates, as in Fluss */
+    fr_schema *s = kt_schema(3, (const char *[]){ "id INT NOT NULL", "name STRING NOT NULL",
+                                                  "score BIGINT" });
+    b = kt_bucket_new("kv-partial2", s, (const int[]){ 0 }, 1);
+    kt_open(b);
+    assert_int_equal(kt_write_ex(b, 1, KT_ROWS("1|a|1"), NULL, score_t, 2, FR_NO_WRITER, -1,
+                                 &r, &err), FR_EINVAL);
+    assert_non_null(strstr(err.msg, "column name is NOT NULL"));
+    kt_expect_empty_state(b);
+    kt_bucket_free(b);
+}
+
+/* ---- delete behaviors ---------------------------------------------------------------------- */
+
+static void test_delete_behaviors(void **state)
+{
+    (void)state;
+    kt_bucket *b = simple_bucket("kv-del");
+    b->spec.delete_behavior = FR_DELETE_IGNORE;
+    kt_open(b);
+    KT_UPSERT(b, "1|a|1");
+    fr_kv_write_result r = kt_write(b, 1, KT_ROWS("1|NULL|NULL"), "d");
+    assert_int_equal(r.changelog_records, 0);
+    kt_expect_state(b, "1|a|1");
+    kt_close(b, true);
+
+    b->spec.delete_behavior = FR_DELETE_DISABLE;
+    kt_open(b);
+    fr_error err;
+    /* the whole batch is refused, its upserts too */
+    assert_int_equal(kt_write_ex(b, 2, KT_ROWS("2|b|2", "1|NULL|NULL"), "ud", NULL, 0,
+                                 FR_NO_WRITER, -1, &r, &err), FR_EINVAL);
+    assert_string_equal(err.msg, "deletes are disabled for table db.t bucket 0 "
+                                 "('table.delete.behavior' = 'disable')");
+    kt_expect_state(b, "1|a|1");
+    assert_int_equal(fr_log_end_offset(b->log), 1);
+    kt_bucket_free(b);
+}
+
+/* ---- first_row and versioned --------------------------------------------------------------- */
+
+static void test_first_row(void **state)
+{
+    (void)state;
+    kt_bucket *b = simple_bucket("kv-first");
+    b->spec.merge = FR_MERGE_FIRST_ROW;
+    b->spec.delete_behavior = fr_delete_behavior_default(FR_MERGE_FIRST_ROW);
+    kt_open(b);
+    KT_UPSERT(b, "1|a|1", "1|b|2", "2|c|3");
+    KT_UPSERT(b, "2|d|4", "3|e|5");
+    kt_write(b, 1, KT_ROWS("1|NULL|NULL"), "d");
+    kt_expect_changes(b, 0, "+I 1|a|1", "+I 2|c|3", "+I 3|e|5");
+    kt_expect_state(b, "1|a|1", "2|c|3", "3|e|5");
+    fr_error err;
+    fr_kv_write_result r;
+    assert_int_equal(kt_write_ex(b, 1, KT_ROWS("4|x|1"), NULL, (int[]){ 0, 1 }, 2,
+                                 FR_NO_WRITER, -1, &r, &err), FR_EINVAL);
+    assert_non_null(strstr(err.msg, "not supported by the first_row"));
+    kt_bucket_free(b);
+}
+
+static void test_versioned(void **state)
+{
+    (void)state;
+    kt_bucket *b = simple_bucket("kv-ver");
+    b->spec.merge = FR_MERGE_VERSIONED;
+    b->spec.version_column = 2;
+    b->spec.delete_behavior = FR_DELETE_IGNORE;
+    kt_open(b);
+    KT_UPSERT(b, "1|a|1000");
+    KT_UPSERT(b, "1|b|999");                /* older: dropped */
+    KT_UPSERT(b, "1|c|2000", "1|d|2000");   /* newer, then equal: both replace */
+    KT_UPSERT(b, "1|e|NULL");               /* a NULL version is the smallest */
+    KT_UPSERT(b, "2|x|NULL", "2|y|NULL");   /* NULL >= NULL replaces */
+    KT_UPSERT(b, "2|z|-5");
+    kt_write(b, 1, KT_ROWS("1|NULL|NULL"), "d"); /* ignored */
+    kt_expect_changes(b, 0, "+I 1|a|1000", "-U 1|a|1000", "+U 1|c|2000", "-U 1|c|2000",
+                      "+U 1|d|2000", "+I 2|x|NULL", "-U 2|x|NULL", "+U 2|y|NULL",
+                      "-U 2|y|NULL", "+U 2|z|-5");
+    kt_expect_state(b, "1|d|2000", "2|z|-5");
+    kt_bucket_free(b);
+
+    /* a TIMESTAMP_LTZ version */
+    fr_schema *s = kt_schema(3, (const char *[]){ "id INT NOT NULL", "name STRING",
+                                                  "ts TIMESTAMP_LTZ(3)" });
+    b = kt_bucket_new("kv-ver2", s, (const int[]){ 0 }, 1);
+    b->spec.merge = FR_MERGE_VERSIONED;
+    b->spec.version_column = 2;
+    b->spec.delete_behavior = FR_DELETE_DISABLE;
+    b->spec.image = FR_CHANGELOG_WAL;
+    kt_open(b);
+    KT_UPSERT(b, "1|a|2026-01-01 10:00:00.500Z");
+    KT_UPSERT(b, "1|b|2026-01-01 10:00:00.499Z", "1|c|2026-01-02 00:00:00Z");
+    kt_expect_changes(b, 0, "+I 1|a|2026-01-01 10:00:00.500Z", "+U 1|c|2026-01-02 00:00:00.000Z");
+    fr_error err;
+    assert_int_equal(kt_write_ex(b, 1, KT_ROWS("1|NULL|NULL"), "d", NULL, 0, FR_NO_WRITER, -1,
+                                 NULL, &err), FR_EINVAL);
+    kt_bucket_free(b);
+}
+
+/* ---- aggregation: the documented example --------------------------------------------------- */
+
+static void test_aggregation_example(void **state)
+{
+    (void)state;
+    fr_schema *s = kt_schema(4, (const char *[]){ "product_id BIGINT NOT NULL", "price DOUBLE",
+                                                  "sales BIGINT", "last_update_time TIMESTAMP(3)" });
+    kt_bucket *b = kt_bucket_new("kv-agg", s, (const int[]){ 0 }, 1);
+    b->spec.merge = FR_MERGE_AGGREGATION;
+    b->spec.delete_behavior = fr_delete_behavior_default(FR_MERGE_AGGREGATION);
+    b->aggs[1] = FR_AGG_MAX;
+    b->aggs[2] = FR_AGG_SUM;
+    kt_open(b);
+    KT_UPSERT(b, "1|23.0|15|2024-01-01 10:00:00", "1|30.2|20|2024-01-01 11:00:00");
+    kt_expect_state(b, "1|30.2|35|2024-01-01 11:00:00.000");
+    KT_UPSERT(b, "1|NULL|NULL|NULL");
+    kt_expect_state(b, "1|30.2|35|2024-01-01 11:00:00.000");
+    kt_write(b, 1, KT_ROWS("1|NULL|NULL|NULL"), "d"); /* ignored by default */
+    kt_expect_changes(b, 0, "+I 1|23.0|15|2024-01-01 10:00:00.000",
+                      "-U 1|23.0|15|2024-01-01 10:00:00.000",
+                      "+U 1|30.2|35|2024-01-01 11:00:00.000");
+    kt_close(b, true);
+
+    /* with deletes allowed, a delete removes the whole aggregate */
+    b->spec.delete_behavior = FR_DELETE_ALLOW;
+    kt_open(b);
+    kt_write(b, 2, KT_ROWS("1|NULL|NULL|NULL", "1|1.0|1|NULL"), "du");
+    kt_expect_changes(b, 3, "-D 1|30.2|35|2024-01-01 11:00:00.000", "+I 1|1.0|1|NULL");
+    kt_bucket_free(b);
+}
+
+/* ---- lookups and scans --------------------------------------------------------------------- */
+
+/* k1 INT, k2 STRING (the key), v BIGINT */
+static kt_bucket *composite_bucket(const char *name)
+{
+    fr_schema *s = kt_schema(3, (const char *[]){ "k1 INT NOT NULL", "k2 STRING NOT NULL",
+                                                  "v BIGINT" });
+    kt_bucket *b = kt_bucket_new(name, s, (const int[]){ 0, 1 }, 2);
+    kt_open(b);
+    KT_UPSERT(b, "2|b|5", "1|z|1", "2|a|4", "10|a|9", "2|ab|6", "-1|q|0", "2||3");
+    return b;
+}
+
+static void test_scan_order(void **state)
+{
+    (void)state;
+    kt_bucket *b = composite_bucket("kv-scan");
+    kt_expect_state(b, "-1|q|0", "1|z|1", "2||3", "2|a|4", "2|ab|6", "2|b|5", "10|a|9");
+    assert_int_equal(fr_kv_num_keys(b->kv), 7);
+    kt_bucket_free(b);
+}
+
+static int count_batches(void *ctx, fr_batch *batch, fr_error *err)
+{
+    (void)err;
+    int *n = ctx;
+    assert_true(fr_batch_num_rows(batch) > 0);
+    (*n)++;
+    fr_batch_free(batch);
+    return 0;
+}
+
+typedef struct stop_ctx {
+    kt_lines lines;
+    int calls;
+} stop_ctx;
+
+static int stop_after_one(void *ctx, fr_batch *batch, fr_error *err)
+{
+    stop_ctx *s = ctx;
+    s->calls++;
+    kt_collect_rows(&s->lines, batch, err);
+    return 1;
+}
+
+static int fail_callback(void *ctx, fr_batch *batch, fr_error *err)
+{
+    (void)ctx;
+    fr_batch_free(batch);
+    return fr_fail(err, FR_ERANGE, "callback says no");
+}
+
+static void test_scan_filter_projection(void **state)
+{
+    (void)state;
+    kt_bucket *b = composite_bucket("kv-scanf");
+    fr_arena *a = fr_arena_new(4096);
+    fr_value five = fr_value_int(fr_type_of(FR_T_BIGINT), 4);
+    fr_expr *e = fr_expr_binary(a, FR_OP_GT, fr_expr_column(a, "v"), fr_expr_literal(a, &five));
+    fr_error err;
+    assert_int_equal(fr_expr_bind(e, b->schema, &err), 0);
+    kt_lines l = { 0 };
+    int cols[] = { 2, 1 };
+    assert_int_equal(fr_kv_scan(b->kv, cols, 2, e, 2, kt_collect_rows, &l, &err), 0);
+    kt_expect_lines("filtered scan", &l, 3, KT_ROWS("6|ab", "5|b", "9|a"));
+    /* without a filter, projected, in batches of 3 */
+    assert_int_equal(fr_kv_scan(b->kv, (int[]){ 0 }, 1, NULL, 3, kt_collect_rows, &l, &err), 0);
+    kt_expect_lines("projected scan", &l, 7, KT_ROWS("-1", "1", "2", "2", "2", "2", "10"));
+    int n = 0;
+    assert_int_equal(fr_kv_scan(b->kv, NULL, 0, NULL, 3, count_batches, &n, &err), 0);
+    assert_int_equal(n, 3);
+    /* a callback that stops, one that fails */
+    stop_ctx st = { 0 };
+    assert_int_equal(fr_kv_scan(b->kv, NULL, 0, NULL, 2, stop_after_one, &st, &err), 0);
+    assert_int_equal(st.calls, 1);
+    kt_expect_lines("stopped scan", &st.lines, 2, KT_ROWS("-1|q|0", "1|z|1"));
+    assert_int_equal(fr_kv_scan(b->kv, NULL, 0, NULL, 2, fail_callback, NULL, &err), FR_ERANGE);
+    assert_string_equal(err.msg, "callback says no");
+    assert_int_equal(fr_kv_scan(b->kv, (int[]){ 3 }, 1, NULL, 0, count_batches, &n, &err),
+                     FR_EINVAL);
+    fr_arena_free(a);
+    kt_bucket_free(b);
+}
+
+static void test_prefix_lookup(void **state)
+{
+    (void)state;
+    kt_bucket *b = composite_bucket("kv-prefix");
+    fr_error err;
+    kt_lines l = { 0 };
+    fr_value two = fr_value_int(fr_type_of(FR_T_INT), 2);
+    assert_int_equal(fr_kv_prefix_lookup(b->kv, &two, 1, NULL, 0, kt_collect_rows, &l, &err), 0);
+    kt_expect_lines("prefix 2", &l, 4, KT_ROWS("2||3", "2|a|4", "2|ab|6", "2|b|5"));
+    /* a prefix of another type is cast; a projection */
+    fr_value ten = fr_value_int(fr_type_of(FR_T_BIGINT), 10);
+    assert_int_equal(fr_kv_prefix_lookup(b->kv, &ten, 1, (int[]){ 2 }, 1, kt_collect_rows, &l,
+                                         &err), 0);
+    kt_expect_lines("prefix 10", &l, 1, KT_ROWS("9"));
+    /* the whole key, nothing, NULL */
+    fr_value full[2] = { two, fr_value_str(fr_type_of(FR_T_STRING), "a", 1) };
+    assert_int_equal(fr_kv_prefix_lookup(b->kv, full, 2, NULL, 0, kt_collect_rows, &l, &err), 0);
+    kt_expect_lines("prefix 2,a", &l, 1, KT_ROWS("2|a|4"));
+    fr_value three = fr_value_int(fr_type_of(FR_T_INT), 3);
+    assert_int_equal(fr_kv_prefix_lookup(b->kv, &three, 1, NULL, 0, kt_collect_rows, &l, &err), 0);
+    kt_expect_lines("prefix 3", &l, 0, NULL);
+    fr_value null = fr_value_null(fr_type_of(FR_T_INT));
+    assert_int_equal(fr_kv_prefix_lookup(b->kv, &null, 1, NULL, 0, kt_collect_rows, &l, &err), 0);
+    kt_expect_lines("prefix NULL", &l, 0, NULL);
+    assert_int_equal(fr_kv_prefix_lookup(b->kv, full, 3, NULL, 0, kt_collect_rows, &l, &err),
+                     FR_EINVAL);
+    kt_bucket_free(b);
+}
+
+static void test_point_lookup(void **state)
+{
+    (void)state;
+    kt_bucket *b = composite_bucket("kv-lookup");
+    /* keys as BIGINT and STRING: the first column is cast to INT */
+    fr_schema *ks = kt_schema(2, (const char *[]){ "a BIGINT", "b STRING" });
+    fr_batch *keys = kt_batch(ks, 5, KT_ROWS("10|a", "3|x", "2|ab", "NULL|a", "-1|q"));
+    bool found[5];
+    fr_batch *out;
+    fr_error err;
+    assert_int_equal(fr_kv_lookup(b->kv, keys, found, &out, &err), 0);
+    assert_true(found[0] && !found[1] && found[2] && !found[3] && found[4]);
+    kt_lines l = { 0 };
+    kt_lines_of_batch(&l, out, NULL);
+    kt_expect_lines("lookup", &l, 3, KT_ROWS("10|a|9", "2|ab|6", "-1|q|0"));
+    assert_true(fr_schema_equal(fr_batch_schema(out), b->schema));
+    fr_batch_free(out);
+    fr_batch_free(keys);
+    /* the wrong number of key columns */
+    fr_schema *one = kt_schema(1, (const char *[]){ "a INT" });
+    keys = kt_batch(one, 1, KT_ROWS("1"));
+    assert_int_equal(fr_kv_lookup(b->kv, keys, found, &out, &err), FR_EINVAL);
+    fr_batch_free(keys);
+    fr_schema_free(one);
+    fr_schema_free(ks);
+    kt_bucket_free(b);
+}
+
+/* ---- bad writes --------------------------------------------------------------------------- */
+
+static void test_bad_writes(void **state)
+{
+    (void)state;
+    kt_bucket *b = simple_bucket("kv-bad");
+    kt_open(b);
+    KT_UPSERT(b, "1|a|1");
+    /* a NULL in a NOT NULL key after a good row: nothing is applied */
+    fr_schema *loose = kt_schema(3, (const char *[]){ "id INT", "name STRING", "score BIGINT" });
+    fr_batch *rows = kt_batch(loose, 2, KT_ROWS("2|b|2", "NULL|c|3"));
+    fr_error err;
+    fr_kv_write_result r;
+    assert_int_equal(fr_kv_write(b->kv, rows, NULL, NULL, 0, FR_NO_WRITER, -1, &r, &err),
+                     FR_EINVAL);
+    assert_non_null(strstr(err.msg, "row 1"));
+    assert_non_null(strstr(err.msg, "NULL"));
+    fr_batch_free(rows);
+    fr_schema_free(loose);
+    /* another schema */
+    fr_schema *other = kt_schema(3, (const char *[]){ "id INT", "name STRING", "score INT" });
+    rows = kt_batch(other, 1, KT_ROWS("2|b|2"));
+    assert_int_equal(fr_kv_write(b->kv, rows, NULL, NULL, 0, FR_NO_WRITER, -1, &r, &err),
+                     FR_EINVAL);
+    assert_non_null(strstr(err.msg, "score"));
+    fr_batch_free(rows);
+    fr_schema_free(other);
+    kt_expect_state(b, "1|a|1");
+    assert_int_equal(fr_log_end_offset(b->log), 1);
+    kt_bucket_free(b);
+}
+
+/* ---- idempotence -------------------------------------------------------------------------- */
+
+static void test_idempotent_retries(void **state)
+{
+    (void)state;
+    kt_bucket *b = simple_bucket("kv-idem");
+    kt_open(b);
+    fr_error err;
+    fr_kv_write_result r;
+    assert_int_equal(kt_write_ex(b, 1, KT_ROWS("1|a|1"), NULL, NULL, 0, 7, 0, &r, &err), 0);
+    KT_UPSERT(b, "1|b|2"); /* another writer changes the row */
+    /* the retry is refused, not applied again */
+    assert_int_equal(kt_write_ex(b, 1, KT_ROWS("1|a|1"), NULL, NULL, 0, 7, 0, &r, &err),
+                     FR_EDUPLICATE);
+    assert_int_equal(r.changelog_records, 0);
+    assert_int_equal(r.base_offset, 0);
+    kt_expect_state(b, "1|b|2");
+    /* a batch that changed nothing is remembered too */
+    assert_int_equal(kt_write_ex(b, 1, KT_ROWS("9|NULL|NULL"), "d", NULL, 0, 7, 1, &r, &err), 0);
+    assert_int_equal(r.changelog_records, 0);
+    KT_UPSERT(b, "9|x|9");
+    assert_int_equal(kt_write_ex(b, 1, KT_ROWS("9|NULL|NULL"), "d", NULL, 0, 7, 1, &r, &err),
+                     FR_EDUPLICATE);
+    kt_expect_state(b, "1|b|2", "9|x|9");
+    assert_int_equal(kt_write_ex(b, 1, KT_ROWS("9|y|9"), NULL, NULL, 0, 7, 2, &r, &err), 0);
+    kt_expect_state(b, "1|b|2", "9|y|9");
+    kt_bucket_free(b);
+}
+
+/* ---- recovery ----------------------------------------------------------------------------- */
+
+static void write_history(kt_bucket *b)
+{
+    KT_UPSERT(b, "1|a|1", "2|b|2", "3|c|3");
+    kt_write(b, 2, KT_ROWS("2|NULL|NULL", "4|d|4"), "du");
+    KT_UPSERT(b, "1|a2|10", "3|c|3");
+    fr_error err;
+    fr_kv_write_result r;
+    assert_int_equal(kt_write_ex(b, 1, KT_ROWS("4|NULL|44"), NULL, (int[]){ 0, 2 }, 2,
+                                 FR_NO_WRITER, -1, &r, &err), 0);
+}
+
+static void test_recovery_after_crash(void **state)
+{
+    (void)state;
+    for (int image = 0; image < 2; image++) {
+        kt_bucket *b = simple_bucket("kv-crash");
+        b->spec.image = image ? FR_CHANGELOG_WAL : FR_CHANGELOG_FULL;
+        kt_open(b);
+        write_history(b);
+        int64_t end = fr_log_end_offset(b->log);
+        kt_close(b, false); /* the memtable is lost */
+        kt_open(b);
+        assert_int_equal(fr_kv_applied_offset(b->kv), end);
+        kt_expect_state(b, "1|a2|10", "3|c|3", "4|d|44");
+        if (!image) assert_int_equal(fr_kv_num_keys(b->kv), 3);
+        /* writes go on where they left off */
+        KT_UPSERT(b, "5|e|5");
+        kt_close(b, false);
+        kt_open(b);
+        kt_expect_state(b, "1|a2|10", "3|c|3", "4|d|44", "5|e|5");
+        kt_close(b, true); /* flushed: nothing to replay */
+        kt_open(b);
+        kt_expect_state(b, "1|a2|10", "3|c|3", "4|d|44", "5|e|5");
+        kt_bucket_free(b);
+    }
+}
+
+static void test_recovery_from_log_only(void **state)
+{
+    (void)state;
+    for (int image = 0; image < 2; image++) {
+        kt_bucket *b = simple_bucket("kv-rebuild");
+        b->spec.image = image ? FR_CHANGELOG_WAL : FR_CHANGELOG_FULL;
+        kt_open(b);
+        write_history(b);
+        kt_close(b, true);
+        fr_error err;
+        assert_int_equal(fr_remove_tree(b->kvdir, &err), 0);
+        kt_open(b);
+        kt_expect_state(b, "1|a2|10", "3|c|3", "4|d|44");
+        assert_int_equal(fr_kv_applied_offset(b->kv), fr_log_end_offset(b->log));
+        if (!image) assert_int_equal(fr_kv_num_keys(b->kv), 3);
+        kt_bucket_free(b);
+    }
+}
+
+static void test_recovery_state_ahead_of_log(void **state)
+{
+    (void)state;
+    kt_bucket *b = simple_bucket("kv-ahead");
+    kt_open(b);
+    KT_UPSERT(b, "1|a|1", "2|b|2");
+    int64_t cut = fr_log_end_offset(b->log);
+    KT_UPSERT(b, "1|z|9", "3|c|3");
+    kt_close(b, true);
+    /* the log loses its last batch (as an unflushed tail would), the state keeps it */
+    fr_log_options o;
+    fr_log_options_default(&o);
+    fr_error err;
+    assert_int_equal(fr_log_open(b->logdir, &o, &b->log, &err), 0);
+    assert_int_equal(fr_log_truncate(b->log, cut, &err), 0);
+    kt_open(b);
+    kt_expect_state(b, "1|a|1", "2|b|2");
+    assert_int_equal(fr_kv_applied_offset(b->kv), cut);
+    kt_bucket_free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_option_names),
+        cmocka_unit_test(test_spec_check),
+        cmocka_unit_test(test_last_row_changelog),
+        cmocka_unit_test(test_last_row_wal_image),
+        cmocka_unit_test(test_partial_update),
+        cmocka_unit_test(test_delete_behaviors),
+        cmocka_unit_test(test_first_row),
+        cmocka_unit_test(test_versioned),
+        cmocka_unit_test(test_aggregation_example),
+        cmocka_unit_test(test_scan_order),
+        cmocka_unit_test(test_scan_filter_projection),
+        cmocka_unit_test(test_prefix_lookup),
+        cmocka_unit_test(test_point_lookup),
+        cmocka_unit_test(test_bad_writes),
+        cmocka_unit_test(test_idempotent_retries),
+        cmocka_unit_test(test_recovery_after_crash),
+        cmocka_unit_test(test_recovery_from_log_only),
+        cmocka_unit_test(test_recovery_state_ahead_of_log),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
