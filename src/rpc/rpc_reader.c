@@ -1,0 +1,158 @@
+/* rpc_reader.c — the incremental frame reader: cuts a byte stream into whole frames.
+ *
+ * The buffer holds buf[start, len): bytes received and not yet taken as frames. Frames
+ * handed out by next() point into buf and stay valid until the buffer is compacted or
+ * reallocated, which only space(), feed() and trim() do.
+ *
+ * Invariants: cap <= 4 + frame_bytes_max (the largest frame there can be); the buffer grows
+ * only when it is full and the frame being read is longer than it (so the memory held is
+ * at most twice what the peer has sent, or one read chunk); a length over the limit is
+ * refused before any byte of its body is buffered; once failed, always failed. */
+#include "rpc/rpc.h"
+
+#include <assert.h>
+#include <stdio.h>
+
+struct fr_rpc_reader {
+    fr_rpc_direction dir;
+    int64_t frame_bytes_max;
+    size_t chunk; /* what an empty reader offers a read */
+    uint8_t *buf;
+    size_t cap, start, len;
+    bool failed;
+    fr_error failure;
+};
+
+int fr_rpc_reader_new(fr_rpc_direction d, int64_t frame_bytes_max, fr_rpc_reader **out,
+                      fr_error *err) {
+    FR_TRY(fr_rpc_check_frame_limit(frame_bytes_max, err));
+    fr_rpc_reader *r = fr_calloc(1, sizeof *r);
+    if (!r) return fr_fail(err, FR_ENOMEM, "out of memory for a frame reader");
+    r->dir = d;
+    r->frame_bytes_max = frame_bytes_max;
+    r->chunk = (size_t)frame_bytes_max + 4 < FR_RPC_READ_CHUNK_BYTES ? (size_t)frame_bytes_max + 4
+                                                                     : FR_RPC_READ_CHUNK_BYTES;
+    *out = r;
+    return 0;
+}
+
+void fr_rpc_reader_free(fr_rpc_reader *r) {
+    if (!r) return;
+    fr_free(r->buf);
+    fr_free(r);
+}
+
+/* Records a framing error: the reader is failed from now on. */
+static int fr_rpc_reader_fail(fr_rpc_reader *r, int rc, fr_error *err) {
+    r->failed = true;
+    r->failure.code = rc;
+    snprintf(r->failure.msg, sizeof r->failure.msg, "%s", err ? err->msg : "bad frame");
+    return rc;
+}
+
+static int fr_rpc_reader_failed(const fr_rpc_reader *r, fr_error *err) {
+    if (err) *err = r->failure;
+    return r->failure.code;
+}
+
+/* The total bytes (length field included) of the frame at start: 1 when known, 0 when
+ * fewer than 4 bytes are buffered, or a framing error. */
+static int fr_rpc_reader_frame_bytes(fr_rpc_reader *r, size_t *total, fr_error *err) {
+    if (r->len - r->start < 4) return 0;
+    fr_error local;
+    fr_error *e = err ? err : &local;
+    int32_t length;
+    int rc = fr_rpc_frame_length(r->dir, r->buf + r->start, r->frame_bytes_max, &length, e);
+    if (rc < 0) return fr_rpc_reader_fail(r, rc, e);
+    *total = 4 + (size_t)length;
+    return 1;
+}
+
+/* Moves what is buffered to the front, or gives a large empty buffer back. */
+static void fr_rpc_reader_compact(fr_rpc_reader *r) {
+    if (r->start == r->len) {
+        r->start = r->len = 0;
+        if (r->cap > r->chunk) {
+            fr_free(r->buf);
+            r->buf = NULL;
+            r->cap = 0;
+        }
+    } else if (r->start > 0) {
+        memmove(r->buf, r->buf + r->start, r->len - r->start);
+        r->len -= r->start;
+        r->start = 0;
+    }
+}
+
+int fr_rpc_reader_space(fr_rpc_reader *r, uint8_t **p, size_t *n, fr_error *err) {
+    if (r->failed) return fr_rpc_reader_failed(r, err);
+    fr_rpc_reader_compact(r);
+    size_t total = 0;
+    int known = fr_rpc_reader_frame_bytes(r, &total, err);
+    if (known < 0) return known;
+    size_t want = r->cap;
+    if (r->cap == 0) {
+        want = r->chunk;
+    } else if (r->len == r->cap && known && total > r->len) {
+        /* Full in the middle of a frame longer than the buffer: double, up to the frame. */
+        want = r->cap * 2 < total ? r->cap * 2 : total;
+    }
+    if (want > r->cap) {
+        uint8_t *nb = fr_realloc(r->buf, want);
+        if (!nb)
+            return fr_fail(err, FR_ENOMEM, "out of memory for a frame buffer of %zu bytes", want);
+        r->buf = nb;
+        r->cap = want;
+    }
+    assert(r->cap <= (size_t)r->frame_bytes_max + 4);
+    *p = r->buf + r->len;
+    *n = r->cap - r->len;
+    return 0;
+}
+
+void fr_rpc_reader_commit(fr_rpc_reader *r, size_t n) {
+    assert(n <= r->cap - r->len);
+    r->len += n;
+}
+
+int fr_rpc_reader_feed(fr_rpc_reader *r, const uint8_t *p, size_t n, size_t *used, fr_error *err) {
+    size_t done = 0;
+    *used = 0;
+    while (done < n) {
+        uint8_t *dst;
+        size_t room;
+        FR_TRY(fr_rpc_reader_space(r, &dst, &room, err));
+        if (room == 0) break;
+        size_t k = n - done < room ? n - done : room;
+        memcpy(dst, p + done, k);
+        fr_rpc_reader_commit(r, k);
+        done += k;
+        *used = done;
+    }
+    return 0;
+}
+
+int fr_rpc_reader_next(fr_rpc_reader *r, fr_rpc_frame *out, fr_error *err) {
+    if (r->failed) return fr_rpc_reader_failed(r, err);
+    size_t total = 0;
+    int known = fr_rpc_reader_frame_bytes(r, &total, err);
+    if (known <= 0) return known;
+    if (r->len - r->start < total) return 0;
+    fr_error local;
+    fr_error *e = err ? err : &local;
+    int rc = fr_rpc_frame_decode(r->dir, r->buf + r->start, total, r->frame_bytes_max, out, e);
+    if (rc < 0) return fr_rpc_reader_fail(r, rc, e);
+    r->start += total;
+    return 1;
+}
+
+size_t fr_rpc_reader_buffered(const fr_rpc_reader *r) { return r->len - r->start; }
+
+size_t fr_rpc_reader_capacity(const fr_rpc_reader *r) { return r->cap; }
+
+void fr_rpc_reader_trim(fr_rpc_reader *r) {
+    if (r->start != r->len) return;
+    fr_free(r->buf);
+    r->buf = NULL;
+    r->cap = r->start = r->len = 0;
+}
