@@ -27,6 +27,9 @@ typedef struct fr_engine_options {
     int64_t flush_interval_ms;    /* for FR_FLUSH_INTERVAL */
     int64_t segment_bytes;        /* `log.segment.bytes`: default 1 GiB */
     int64_t retention_check_interval_ms; /* background retention pass; default 5 min, 0 off */
+    /* Background auto-partitioning pass (creating coming partitions, dropping expired
+     * ones); default 10 min, 0 off. It also runs once at open. */
+    int64_t auto_partition_check_interval_ms;
 } fr_engine_options;
 
 void fr_engine_options_default(fr_engine_options *o);
@@ -238,7 +241,16 @@ int fr_table_prefix_lookup(fr_table *t, const fr_value *prefix, int nprefix,
  * and filtering; partitions whose values rule the filter out are skipped. */
 int fr_table_scan_state(fr_table *t, const int *columns, int ncolumns, const fr_expr *filter,
                         fr_kv_rows_fn fn, void *ctx, fr_error *err);
-/* The log of one bucket of one partition (partition_id -1 for a table without partitions). */
+/* The log of one bucket of one partition (partition_id -1 for a table without partitions),
+ * opened on first use. NULL when there is no such partition or bucket or the log fails to
+ * open (logged as a warning). The log lives as long as the table: a partition dropped
+ * after its log was handed out keeps its files until the table is released. */
 fr_log *fr_table_partition_log(fr_table *t, int64_t partition_id, int bucket);
+
+/* Runs the auto-partitioning pass now as of now_ms (tests use a clock of their own): for
+ * each auto-partitioned table, drops the partitions past 'table.auto-partition.num-retention'
+ * and creates those of the current and coming time units ('num-precreate'). Failures on one
+ * table do not stop the others; the first is returned. */
+int fr_engine_run_auto_partition_at(fr_engine *e, int64_t now_ms, fr_error *err);
 
 #endif

@@ -35,6 +35,48 @@ static json_t *whole(json_t *arr, size_t n)
     return arr;
 }
 
+static json_t *names_json(const fr_schema *s, const int *cols, int n)
+{
+    json_t *arr = json_array();
+    for (int i = 0; arr && i < n; i++)
+        json_array_append_new(arr, json_string(fr_schema_field(s, cols[i])->name));
+    return whole(arr, (size_t)n);
+}
+
+static json_t *partition_json(const fr_tpart *p)
+{
+    json_t *values = json_array();
+    for (int i = 0; values && i < p->info.nvalues; i++)
+        json_array_append_new(values, json_string(p->info.values[i]));
+    values = whole(values, (size_t)p->info.nvalues);
+    return json_pack("{s:I, s:s, s:o, s:I}", "id", (json_int_t)p->info.id, "name", p->info.name,
+                     "values", values, "created_ms", (json_int_t)p->info.created_ms);
+}
+
+/* The members of primary-key and partitioned tables, added to obj (which is returned, or
+ * NULL when a member failed to build). Tables without them have none of these members. */
+static json_t *table_keys_json(const fr_table *t, json_t *obj)
+{
+    if (!obj) return NULL;
+    const fr_schema *cur = fr_table_schema(t);
+    int bad = 0;
+    if (t->conf.npk > 0)
+        bad |= json_object_set_new(obj, "primary_key", names_json(cur, t->conf.pk, t->conf.npk));
+    if (t->conf.npart > 0) {
+        bad |= json_object_set_new(obj, "partition_keys",
+                                   names_json(cur, t->conf.part, t->conf.npart));
+        json_t *parts = json_array();
+        for (int i = 0; parts && i < t->nparts; i++)
+            json_array_append_new(parts, partition_json(t->parts[i]));
+        bad |= json_object_set_new(obj, "partitions", whole(parts, (size_t)t->nparts));
+    }
+    if (bad) {
+        json_decref(obj);
+        return NULL;
+    }
+    return obj;
+}
+
 static json_t *table_json(const fr_table *t)
 {
     json_t *schemas = json_array(), *opts = json_array(), *key = json_array();
@@ -52,11 +94,12 @@ static json_t *table_json(const fr_table *t)
     schemas = whole(schemas, (size_t)t->nschemas);
     opts = whole(opts, (size_t)t->conf.noptions);
     key = whole(key, (size_t)t->conf.nbucket_key);
-    return json_pack("{s:I, s:s, s:s, s:I, s:i, s:o, s:o, s:i, s:o}", "id", (json_int_t)t->id,
+    return table_keys_json(
+        t, json_pack("{s:I, s:s, s:s, s:I, s:i, s:o, s:o, s:i, s:o}", "id", (json_int_t)t->id,
                      "database", t->db, "name", t->name, "created_ms",
                      (json_int_t)t->created_ms, "schema_id", t->nschemas - 1, "schemas",
                      schemas, "options", opts, "bucket_num", t->conf.nbuckets, "bucket_key",
-                     key);
+                     key));
 }
 
 int fr_catalog_save(fr_engine *e, fr_error *err)
@@ -71,8 +114,9 @@ int fr_catalog_save(fr_engine *e, fr_error *err)
                     json_array_size(tables) == (size_t)e->ntables;
     json_t *root = NULL;
     if (complete)
-        root = json_pack("{s:s, s:I, s:O, s:O}", "format", FR_CATALOG_FORMAT, "next_table_id",
-                         (json_int_t)e->next_table_id, "databases", dbs, "tables", tables);
+        root = json_pack("{s:s, s:I, s:I, s:O, s:O}", "format", FR_CATALOG_FORMAT,
+                         "next_table_id", (json_int_t)e->next_table_id, "next_partition_id",
+                         (json_int_t)e->next_partition_id, "databases", dbs, "tables", tables);
     json_decref(dbs);
     json_decref(tables);
     char *text = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
@@ -92,6 +136,8 @@ typedef struct loader {
     const char *path;
     fr_engine *e;
     fr_error *err;
+    int64_t *part_ids; /* every partition id seen, to find one used twice */
+    int64_t nids, capids;
 } loader;
 
 static int bad(loader *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -192,6 +238,23 @@ static int load_schemas(loader *l, json_t *t, const char *qname, fr_schema ***ou
     return FR_OK;
 }
 
+/* Column names of a key member (absent: none). *names points into the JSON. */
+static int load_key_names(loader *l, json_t *t, const char *field, const char *qname,
+                          const char **names, int *n)
+{
+    json_t *arr = json_object_get(t, field);
+    *n = 0;
+    if (!arr) return FR_OK;
+    if (!json_is_array(arr) || json_array_size(arr) > FR_SCHEMA_COLUMNS_MAX)
+        return bad(l, "table %s: \"%s\" is not an array of column names", qname, field);
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        names[i] = json_string_value(json_array_get(arr, i));
+        if (!names[i]) return bad(l, "table %s: \"%s\" holds a non-string", qname, field);
+    }
+    *n = (int)json_array_size(arr);
+    return FR_OK;
+}
+
 static int load_conf(loader *l, json_t *t, const char *qname, const fr_schema *schema,
                      fr_table_conf *conf)
 {
@@ -207,11 +270,26 @@ static int load_conf(loader *l, json_t *t, const char *qname, const fr_schema *s
         if (!opts[i].key || !opts[i].value)
             return bad(l, "table %s: option %zu needs \"key\" and \"value\" strings", qname, i);
     }
+    const char **pk = fr_calloc(FR_SCHEMA_COLUMNS_MAX, sizeof *pk);
+    const char **part = fr_calloc(FR_SCHEMA_COLUMNS_MAX, sizeof *part);
+    int npk = 0, npart = 0;
+    int rc = pk && part ? FR_OK : fr_fail(l->err, FR_ENOMEM, "out of memory loading the catalog");
+    if (rc == FR_OK) rc = load_key_names(l, t, "primary_key", qname, pk, &npk);
+    if (rc == FR_OK) rc = load_key_names(l, t, "partition_keys", qname, part, &npart);
+    fr_table_keys keys = {pk, npk, part, npart};
     fr_error e2 = {0};
-    if (fr_table_conf_parse(schema, opts, (int)n, conf, &e2) < 0)
-        return bad(l, "table %s: %s", qname, e2.msg);
+    if (rc == FR_OK && fr_table_conf_parse(schema, &keys, opts, (int)n, conf, &e2) < 0)
+        rc = bad(l, "table %s: %s", qname, e2.msg);
+    fr_free(pk);
+    fr_free(part);
+    FR_TRY(rc);
+    for (int i = 0; i < conf->npk && rc == FR_OK; i++) {
+        const fr_field *f = fr_schema_field(schema, conf->pk[i]);
+        if (f->type.nullable)
+            rc = bad(l, "table %s: primary key column '%s' is nullable", qname, f->name);
+    }
     int64_t nb = 0;
-    int rc = get_int(l, t, "bucket_num", qname, &nb);
+    if (rc == FR_OK) rc = get_int(l, t, "bucket_num", qname, &nb);
     if (rc == FR_OK && nb != conf->nbuckets)
         rc = bad(l, "table %s: bucket_num %" PRId64 " does not match its options (%d)", qname,
                  nb, conf->nbuckets);
@@ -225,6 +303,101 @@ static int load_conf(loader *l, json_t *t, const char *qname, const fr_schema *s
     }
     if (rc < 0) fr_table_conf_free(conf);
     return rc;
+}
+
+static int note_partition_id(loader *l, int64_t id)
+{
+    if (l->nids == l->capids) {
+        int64_t cap = l->capids * 2 + 64;
+        int64_t *ids = fr_realloc(l->part_ids, (size_t)cap * sizeof *ids);
+        FR_CHECK(ids, FR_ENOMEM, l->err, "out of memory loading the catalog");
+        l->part_ids = ids;
+        l->capids = cap;
+    }
+    l->part_ids[l->nids++] = id;
+    return FR_OK;
+}
+
+/* One entry of a table's "partitions": its values must be canonical and its name theirs. */
+static int load_partition(loader *l, json_t *p, fr_table *t)
+{
+    int64_t id = 0, created = 0;
+    FR_TRY(get_int(l, p, "id", "a partition", &id));
+    FR_TRY(get_int(l, p, "created_ms", "a partition", &created));
+    if (id < 1) return bad(l, "table %s: partition id %" PRId64 " is below 1", t->qname, id);
+    json_t *vals = json_object_get(p, "values");
+    const char *name = json_string_value(json_object_get(p, "name"));
+    if (!json_is_array(vals) || json_array_size(vals) != (size_t)t->conf.npart || !name)
+        return bad(l, "table %s: partition %" PRId64 " needs a \"name\" and %d \"values\"",
+                   t->qname, id, t->conf.npart);
+    char *values[FR_PARTITION_KEYS_MAX];
+    fr_buf canon;
+    fr_buf_init(&canon);
+    int rc = FR_OK;
+    for (int k = 0; rc == FR_OK && k < t->conf.npart; k++) {
+        const char *v = json_string_value(json_array_get(vals, (size_t)k));
+        fr_error e2 = {0};
+        fr_buf_reset(&canon);
+        if (!v || fr_partition_value_canon(t, k, v, strlen(v), false, &canon, &e2) < 0 ||
+            strcmp((const char *)canon.data, v) != 0)
+            rc = bad(l, "table %s: partition %" PRId64 " has a bad value %d%s%s", t->qname, id,
+                     k + 1, e2.msg[0] ? ": " : "", e2.msg);
+        values[k] = (char *)v;
+    }
+    fr_buf_free(&canon);
+    fr_tpart *obj = NULL;
+    if (rc == FR_OK) rc = fr_tpart_new(t, id, values, created, &obj, l->err);
+    if (rc == FR_OK && strcmp(obj->info.name, name) != 0)
+        rc = bad(l, "table %s: partition %" PRId64 " is named '%.64s' but its values make '%s'",
+                 t->qname, id, name, obj->info.name);
+    fr_error e2 = {0};
+    if (rc == FR_OK && fr_table_insert_part(t, obj, &e2) < 0) {
+        rc = bad(l, "%s", e2.msg);
+    } else if (rc == FR_OK) {
+        obj = NULL;
+        rc = note_partition_id(l, id);
+    }
+    fr_tpart_release(obj);
+    return rc;
+}
+
+static int load_partitions(loader *l, json_t *t, fr_table *obj)
+{
+    json_t *arr = json_object_get(t, "partitions");
+    if (!arr) return FR_OK;
+    if (obj->conf.npart == 0 || !json_is_array(arr))
+        return bad(l, "table %s: \"partitions\" without partition keys, or not an array",
+                   obj->qname);
+    for (size_t i = 0; i < json_array_size(arr); i++)
+        FR_TRY(load_partition(l, json_array_get(arr, i), obj));
+    return FR_OK;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Partition ids are unique in the catalog and below next_partition_id (which an older
+ * catalog lacks: then it follows the largest id). */
+static int check_partition_ids(loader *l, json_t *root)
+{
+    fr_engine *e = l->e;
+    qsort(l->part_ids, (size_t)l->nids, sizeof *l->part_ids, id_cmp);
+    for (int64_t i = 1; i < l->nids; i++)
+        if (l->part_ids[i] == l->part_ids[i - 1])
+            return bad(l, "partition id %" PRId64 " is used twice", l->part_ids[i]);
+    int64_t max = l->nids > 0 ? l->part_ids[l->nids - 1] : 0;
+    if (!json_object_get(root, "next_partition_id")) {
+        e->next_partition_id = max + 1;
+        return FR_OK;
+    }
+    FR_TRY(get_int(l, root, "next_partition_id", "the catalog", &e->next_partition_id));
+    if (e->next_partition_id <= max || e->next_partition_id < 1)
+        return bad(l, "next_partition_id %" PRId64 " is not above every partition id",
+                   e->next_partition_id);
+    return FR_OK;
 }
 
 static int load_table(loader *l, json_t *t)
@@ -260,8 +433,9 @@ static int load_table(loader *l, json_t *t)
     fr_table *obj = NULL;
     FR_TRY(fr_table_create_obj(id, db, name, created, schemas, ns, &conf, e->data_dir, &e->opts,
                                &obj, l->err));
+    fr_table_attach(obj, e->link);
     e->tables[e->ntables++] = obj;
-    return FR_OK;
+    return load_partitions(l, t, obj);
 }
 
 int fr_catalog_parse(fr_engine *e, const char *path, const uint8_t *data, size_t len,
@@ -298,7 +472,9 @@ int fr_catalog_parse(fr_engine *e, const char *path, const uint8_t *data, size_t
     }
     for (size_t i = 0; i < json_array_size(tables); i++)
         FR_GOTO(load_table(&l, json_array_get(tables, i)));
+    FR_GOTO(check_partition_ids(&l, root));
 fail:
+    fr_free(l.part_ids);
     json_decref(root);
     if (rc < 0) fr_catalog_clear(e);
     return rc;

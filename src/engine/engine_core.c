@@ -14,11 +14,13 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
 #define FR_RETENTION_INTERVAL_DEFAULT_MS (5 * 60 * 1000)
+#define FR_AUTO_PARTITION_INTERVAL_DEFAULT_MS (10 * 60 * 1000)
 
 void fr_engine_options_default(fr_engine_options *o)
 {
@@ -27,6 +29,7 @@ void fr_engine_options_default(fr_engine_options *o)
     o->flush_interval_ms = 1000;
     o->segment_bytes = 1LL << 30;
     o->retention_check_interval_ms = FR_RETENTION_INTERVAL_DEFAULT_MS;
+    o->auto_partition_check_interval_ms = FR_AUTO_PARTITION_INTERVAL_DEFAULT_MS;
 }
 
 const char *fr_engine_data_dir(const fr_engine *e) { return e->data_dir; }
@@ -154,12 +157,13 @@ static int open_catalog(fr_engine *e, fr_error *err)
     return fr_mkdirs(logdir, err);
 }
 
-/* Removes the log directories of tables that are not in the catalog: a DROP TABLE removes
- * the catalog entry first and the files after, so a crash in between leaves them. */
-static void remove_orphans(fr_engine *e)
+/* Removes the log and KV directories of tables that are not in the catalog, and those of
+ * partitions that are not: a DROP removes the catalog entry first and the files after, so a
+ * crash in between leaves them. */
+static void remove_orphans_in(fr_engine *e, const char *sub)
 {
     char logdir[FR_ENGINE_PATH_BYTES_MAX];
-    snprintf(logdir, sizeof logdir, "%s/log", e->data_dir);
+    snprintf(logdir, sizeof logdir, "%s/%s", e->data_dir, sub);
     DIR *d = opendir(logdir);
     if (!d) return;
     struct dirent *de;
@@ -179,6 +183,13 @@ static void remove_orphans(fr_engine *e)
     closedir(d);
 }
 
+static void remove_orphans(fr_engine *e)
+{
+    remove_orphans_in(e, "log");
+    remove_orphans_in(e, "kv");
+    for (int i = 0; i < e->ntables; i++) fr_partition_remove_orphans(e->tables[i]);
+}
+
 static void *retention_main(void *arg);
 
 static void init_stop_signal(fr_engine *e)
@@ -193,7 +204,8 @@ static void init_stop_signal(fr_engine *e)
 
 static int start_retention(fr_engine *e, fr_error *err)
 {
-    if (e->opts.retention_check_interval_ms <= 0) return FR_OK;
+    if (e->opts.retention_check_interval_ms <= 0 && e->opts.auto_partition_check_interval_ms <= 0)
+        return FR_OK;
     int rc = pthread_create(&e->retention_thread, NULL, retention_main, e);
     FR_CHECK(rc == 0, FR_EIO, err, "start the retention thread: %s", strerror(rc));
     e->retention_running = true;
@@ -211,9 +223,18 @@ int fr_engine_open(const fr_engine_options *opts, fr_engine **out, fr_error *err
     FR_CHECK(e, FR_ENOMEM, err, "out of memory opening the engine");
     e->lock_fd = -1;
     e->opts = *opts;
+    e->next_partition_id = 1;
     pthread_mutex_init(&e->mu, NULL);
     init_stop_signal(e);
     int rc = FR_OK;
+    e->link = fr_calloc(1, sizeof *e->link);
+    if (!e->link) {
+        rc = fr_fail(err, FR_ENOMEM, "out of memory opening the engine");
+        goto fail;
+    }
+    atomic_init(&e->link->refs, 1);
+    pthread_mutex_init(&e->link->mu, NULL);
+    e->link->e = e;
     e->data_dir = fr_strndup(opts->data_dir, dl);
     e->meta_dir = e->data_dir ? fr_malloc(dl + 6) : NULL;
     if (!e->meta_dir) {
@@ -240,6 +261,8 @@ int fr_engine_open(const fr_engine_options *opts, fr_engine **out, fr_error *err
     remove_orphans(e);
     fr_error rerr = {0};
     if (fr_engine_enforce_retention(e, &rerr) < 0) FR_WARN("retention at open: %s", rerr.msg);
+    if (fr_engine_auto_partition_pass(e, fr_now_ms(), &rerr) < 0)
+        FR_WARN("auto-partitioning at open: %s", rerr.msg);
     FR_GOTO(start_retention(e, err));
     *out = e;
     return FR_OK;
@@ -258,10 +281,19 @@ void fr_engine_close(fr_engine *e)
         pthread_mutex_unlock(&e->stop_mu);
         pthread_join(e->retention_thread, NULL);
     }
+    if (e->link) { /* tables still held can no longer reach the catalog */
+        pthread_mutex_lock(&e->link->mu);
+        e->link->e = NULL;
+        pthread_mutex_unlock(&e->link->mu);
+    }
     for (int i = 0; i < e->ntables; i++)
         if (atomic_load(&e->tables[i]->refs) > 1)
             FR_WARN("closing the engine while table %s is still held", e->tables[i]->qname);
     fr_catalog_clear(e);
+    if (e->link && atomic_fetch_sub(&e->link->refs, 1) == 1) {
+        pthread_mutex_destroy(&e->link->mu);
+        fr_free(e->link);
+    }
     if (e->lock_fd >= 0) close(e->lock_fd);
     pthread_mutex_destroy(&e->mu);
     pthread_mutex_destroy(&e->stop_mu);
@@ -285,6 +317,22 @@ static int find_table(const fr_engine *e, const char *db, const char *name)
     for (int i = 0; i < e->ntables; i++)
         if (strcmp(e->tables[i]->db, db) == 0 && strcmp(e->tables[i]->name, name) == 0) return i;
     return -1;
+}
+
+int fr_engine_get_table_locked(fr_engine *e, const char *db, const char *name, fr_table **out,
+                               fr_error *err)
+{
+    char d[FR_NAME_BYTES_MAX + 1], n[FR_NAME_BYTES_MAX + 1];
+    FR_TRY(fr_name_normalize("database", db, d, err));
+    FR_TRY(fr_name_normalize("table", name, n, err));
+    int i = find_table(e, d, n);
+    if (i >= 0) {
+        fr_table_retain(e->tables[i]);
+        *out = e->tables[i];
+        return FR_OK;
+    }
+    if (find_db(e, d) < 0) return fr_fail(err, FR_ENOTFOUND, "database %s does not exist", d);
+    return fr_fail(err, FR_ENOTFOUND, "table %s.%s does not exist", d, n);
 }
 
 int fr_engine_create_database(fr_engine *e, const char *db, bool if_not_exists, fr_error *err)
@@ -442,15 +490,29 @@ int fr_engine_list_tables(fr_engine *e, const char *db, char ***names, int *coun
 
 /* ---- tables ---------------------------------------------------------------------------- */
 
-/* A copy of the spec's schema with id 0: the first version of the new table. */
-static int first_schema(const fr_schema *s, fr_schema ***out, fr_error *err)
+/* Whether name is among names (case-insensitively, as columns are found). */
+static bool names_have(const char *const *names, int n, const char *name)
 {
+    for (int i = 0; i < n; i++)
+        if (names[i] && strcasecmp(names[i], name) == 0) return true;
+    return false;
+}
+
+/* A copy of the spec's schema with id 0: the first version of the new table. Primary key
+ * columns become NOT NULL. */
+static int first_schema(const fr_table_spec *spec, fr_schema ***out, fr_error *err)
+{
+    const fr_schema *s = spec->schema;
     int n = fr_schema_num_fields(s);
     FR_CHECK(n >= 1, FR_EINVAL, err, "a table needs at least one column");
     fr_field *fields = fr_calloc((size_t)n, sizeof *fields);
     fr_schema **arr = fr_calloc(1, sizeof *arr);
     int rc = fields && arr ? FR_OK : fr_fail(err, FR_ENOMEM, "out of memory copying a schema");
-    for (int i = 0; rc == FR_OK && i < n; i++) fields[i] = *fr_schema_field(s, i);
+    for (int i = 0; rc == FR_OK && i < n; i++) {
+        fields[i] = *fr_schema_field(s, i);
+        if (names_have(spec->primary_key, spec->nprimary_key, fields[i].name))
+            fields[i].type.nullable = false;
+    }
     if (rc == FR_OK) rc = fr_schema_new(fields, n, 0, &arr[0], err);
     fr_free(fields);
     if (rc < 0) {
@@ -475,6 +537,7 @@ static int add_table_locked(fr_engine *e, const char *db, const char *name,
     fr_table *t = NULL;
     FR_TRY(fr_table_create_obj(e->next_table_id, db, name, fr_now_ms(), schemas, 1, conf,
                                e->data_dir, &e->opts, &t, err));
+    fr_table_attach(t, e->link);
     e->tables[e->ntables++] = t;
     e->next_table_id++;
     int rc = fr_catalog_save(e, err);
@@ -492,10 +555,16 @@ int fr_engine_create_table(fr_engine *e, const fr_table_spec *spec, bool if_not_
     FR_TRY(fr_name_normalize("database", spec->db, db, err));
     FR_TRY(fr_name_normalize("table", spec->name, name, err));
     FR_CHECK(spec->schema, FR_EINVAL, err, "table %s.%s has no schema", db, name);
+    FR_CHECK(spec->nprimary_key >= 0 && spec->npartition_keys >= 0 &&
+             (spec->nprimary_key == 0 || spec->primary_key) &&
+             (spec->npartition_keys == 0 || spec->partition_keys), FR_EINVAL, err,
+             "table %s.%s: key lists and their lengths disagree", db, name);
     fr_schema **schemas = NULL;
-    FR_TRY(first_schema(spec->schema, &schemas, err));
+    FR_TRY(first_schema(spec, &schemas, err));
     fr_table_conf conf;
-    int rc = fr_table_conf_parse(schemas[0], spec->options, spec->noptions, &conf, err);
+    fr_table_keys keys = {spec->primary_key, spec->nprimary_key, spec->partition_keys,
+                          spec->npartition_keys};
+    int rc = fr_table_conf_parse(schemas[0], &keys, spec->options, spec->noptions, &conf, err);
     if (rc < 0) {
         fr_error_wrap(err, "table %s.%s", db, name);
         fr_schema_free(schemas[0]);
@@ -551,33 +620,22 @@ int fr_engine_drop_table(fr_engine *e, const char *db, const char *name, bool if
 int fr_engine_get_table(fr_engine *e, const char *db, const char *name, fr_table **out,
                         fr_error *err)
 {
-    char d[FR_NAME_BYTES_MAX + 1], n[FR_NAME_BYTES_MAX + 1];
-    FR_TRY(fr_name_normalize("database", db, d, err));
-    FR_TRY(fr_name_normalize("table", name, n, err));
-    int rc = FR_OK;
     pthread_mutex_lock(&e->mu);
-    int i = find_table(e, d, n);
-    if (i >= 0) {
-        fr_table_retain(e->tables[i]);
-        *out = e->tables[i];
-    } else if (find_db(e, d) < 0) {
-        rc = fr_fail(err, FR_ENOTFOUND, "database %s does not exist", d);
-    } else {
-        rc = fr_fail(err, FR_ENOTFOUND, "table %s.%s does not exist", d, n);
-    }
+    int rc = fr_engine_get_table_locked(e, db, name, out, err);
     pthread_mutex_unlock(&e->mu);
     return rc;
 }
 
 /* ---- retention ------------------------------------------------------------------------- */
 
-static int table_retention(fr_table *t, int64_t now_ms, int *removed, fr_error *err)
+static int part_retention(fr_table *t, fr_tpart *p, int64_t now_ms, int *removed,
+                          fr_error *err)
 {
     int rc = FR_OK;
     for (int b = 0; b < t->conf.nbuckets; b++) {
         fr_log *log = NULL;
         fr_error e2 = {0};
-        int r = fr_table_get_log_if_exists(t, b, &log, &e2);
+        int r = fr_tpart_log(t, p, b, true, &log, &e2);
         int n = 0;
         if (r == FR_OK && log) r = fr_log_enforce_retention(log, now_ms, &n, &e2);
         *removed += n;
@@ -586,6 +644,25 @@ static int table_retention(fr_table *t, int64_t now_ms, int *removed, fr_error *
             *err = e2;
         }
     }
+    return rc;
+}
+
+static int table_retention(fr_table *t, int64_t now_ms, int *removed, fr_error *err)
+{
+    if (t->conf.npart == 0) return part_retention(t, NULL, now_ms, removed, err);
+    fr_tpart **parts = NULL;
+    int n = 0;
+    FR_TRY(fr_table_parts_snapshot(t, &parts, &n, err));
+    int rc = FR_OK;
+    for (int i = 0; i < n; i++) {
+        fr_error e2 = {0};
+        int r = part_retention(t, parts[i], now_ms, removed, &e2);
+        if (r < 0 && rc == FR_OK) {
+            rc = r;
+            *err = e2;
+        }
+    }
+    fr_tparts_release(parts, n);
     return rc;
 }
 
@@ -620,26 +697,60 @@ int fr_engine_enforce_retention(fr_engine *e, fr_error *err)
     return fr_engine_enforce_retention_at(e, fr_now_ms(), NULL, err);
 }
 
+/* The background jobs: each runs every `interval` ms (0: never), first one interval after
+ * open (open has run each once already). */
+typedef struct bg_job {
+    const char *name;
+    int64_t interval;
+    int64_t due; /* monotonic ms */
+    int (*run)(fr_engine *e, fr_error *err);
+} bg_job;
+
+static int run_retention(fr_engine *e, fr_error *err)
+{
+    return fr_engine_enforce_retention(e, err);
+}
+
+static int run_auto_partition(fr_engine *e, fr_error *err)
+{
+    return fr_engine_auto_partition_pass(e, fr_now_ms(), err);
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void *retention_main(void *arg)
 {
     fr_engine *e = arg;
-    int64_t interval = e->opts.retention_check_interval_ms;
+    bg_job jobs[] = {
+        {"retention", e->opts.retention_check_interval_ms, 0, run_retention},
+        {"auto-partitioning", e->opts.auto_partition_check_interval_ms, 0, run_auto_partition},
+    };
+    int njobs = (int)(sizeof jobs / sizeof *jobs);
+    int64_t now = mono_ms();
+    for (int i = 0; i < njobs; i++) jobs[i].due = now + jobs[i].interval;
     pthread_mutex_lock(&e->stop_mu);
     while (!e->stopping) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += interval / 1000;
-        until.tv_nsec += (interval % 1000) * 1000000;
-        if (until.tv_nsec >= 1000000000) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000;
-        }
-        while (!e->stopping && pthread_cond_timedwait(&e->stop_cv, &e->stop_mu, &until) == 0) {
+        int64_t next = INT64_MAX;
+        for (int i = 0; i < njobs; i++)
+            if (jobs[i].interval > 0 && jobs[i].due < next) next = jobs[i].due;
+        struct timespec until = {.tv_sec = next / 1000, .tv_nsec = (next % 1000) * 1000000};
+        while (!e->stopping && mono_ms() < next &&
+               pthread_cond_timedwait(&e->stop_cv, &e->stop_mu, &until) == 0) {
         }
         if (e->stopping) break;
         pthread_mutex_unlock(&e->stop_mu);
-        fr_error err = {0};
-        if (fr_engine_enforce_retention(e, &err) < 0) FR_WARN("retention: %s", err.msg);
+        now = mono_ms();
+        for (int i = 0; i < njobs; i++) {
+            if (jobs[i].interval <= 0 || jobs[i].due > now) continue;
+            fr_error err = {0};
+            if (jobs[i].run(e, &err) < 0) FR_WARN("%s: %s", jobs[i].name, err.msg);
+            jobs[i].due = mono_ms() + jobs[i].interval;
+        }
         pthread_mutex_lock(&e->stop_mu);
     }
     pthread_mutex_unlock(&e->stop_mu);

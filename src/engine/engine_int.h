@@ -20,6 +20,31 @@
 #define FR_ENGINE_MARKER "firth data dir v1\n"
 #define FR_ENGINE_DEFAULT_DATABASE "default"
 
+/* Time units of auto-partitioning, smallest first. */
+typedef enum fr_time_unit {
+    FR_UNIT_HOUR = 0,
+    FR_UNIT_DAY,
+    FR_UNIT_MONTH,
+    FR_UNIT_QUARTER,
+    FR_UNIT_YEAR,
+} fr_time_unit;
+
+#define FR_TIME_FORMAT_BYTES_MAX 64
+#define FR_PARTITION_KEYS_MAX 16
+
+/* The auto-partitioning options of a table (engine_autopart.c). */
+typedef struct fr_auto_partition {
+    bool enabled;
+    int key;             /* the column that holds the time (-1 until known) */
+    fr_time_unit unit;   /* default DAY */
+    char *format;        /* the value's pattern ("yyyyMMdd"); always set for a partitioned table */
+    bool format_given;   /* 'table.auto-partition.time-format' was given */
+    int num_precreate;   /* default 2 (0 with several partition keys) */
+    bool precreate_given;
+    int num_retention;   /* default 7; negative: never drop */
+    char *zone;          /* 'table.auto-partition.time-zone', NULL for the system's */
+} fr_auto_partition;
+
 /* What the understood options of a table say, after validation. */
 typedef struct fr_table_conf {
     int nbuckets;
@@ -30,12 +55,93 @@ typedef struct fr_table_conf {
     int64_t retention_bytes; /* -1: no size limit */
     char **keys, **values;   /* the options as stored (known ones normalized) */
     int noptions;
+    int ncolumns;            /* of the schema the options were parsed against */
+
+    /* Primary key and partition keys (column indexes; NULL when none). */
+    int *pk;
+    int npk;
+    int *part;
+    int npart;
+    /* Primary-key tables (engine_pkopts.c). */
+    fr_merge_engine merge;
+    bool merge_given;          /* 'table.merge-engine' was given */
+    int version_column;        /* -1 unless versioned */
+    fr_agg_fn *aggs;           /* [ncols] when aggregation, else NULL */
+    bool *agg_given;           /* [ncols]: which columns had 'fields.<col>.agg' */
+    char **delimiters;         /* [ncols]: listagg delimiters, NULL entries for "," */
+    fr_delete_behavior delete_behavior;
+    bool delete_given;
+    fr_changelog_image image;
+    /* Partitioned tables. */
+    bool dynamic_partitions;   /* 'table.partition.dynamic-creation', default true */
+    fr_auto_partition autop;
 } fr_table_conf;
 
+/* The keys a table is created with (names as the user gave them). */
+typedef struct fr_table_keys {
+    const char *const *pk;
+    int npk;
+    const char *const *part;
+    int npart;
+} fr_table_keys;
+
 void fr_table_conf_free(fr_table_conf *c);
-/* Validates options against schema and fills *out (zeroed first). */
-int fr_table_conf_parse(const fr_schema *schema, const fr_option *opts, int n,
-                        fr_table_conf *out, fr_error *err);
+/* Validates options against schema and keys (NULL: none) and fills *out (zeroed first). */
+int fr_table_conf_parse(const fr_schema *schema, const fr_table_keys *keys,
+                        const fr_option *opts, int n, fr_table_conf *out, fr_error *err);
+
+/* engine_pkopts.c: the options of primary-key and partitioned tables. parse returns 1 when
+ * key is none of them; finish checks what options say together, after all are parsed. */
+int fr_pkopt_parse(const fr_schema *schema, const char *key, const char *value,
+                   fr_table_conf *c, fr_buf *norm, fr_error *err);
+int fr_pkopt_keys(const fr_schema *schema, const fr_table_keys *keys, fr_table_conf *c,
+                  fr_error *err);
+int fr_pkopt_finish(const fr_schema *schema, fr_table_conf *c, fr_error *err);
+/* The KV spec of a primary-key table (pointers into conf; name left NULL). */
+void fr_pkopt_kv_spec(const fr_schema *schema, const fr_table_conf *c, fr_kv_spec *out);
+const char *fr_delete_behavior_name(fr_delete_behavior d);
+const char *fr_changelog_image_name(fr_changelog_image i);
+
+/* engine_autopart.c: auto-partition options and time values. */
+int fr_autop_parse_unit(const char *s, fr_time_unit *out);
+const char *fr_autop_unit_name(fr_time_unit u);
+const char *fr_autop_default_format(fr_time_unit u);
+/* Checks a time format against the unit (fields in order, fixed widths). */
+int fr_autop_check_format(const char *format, fr_time_unit unit, fr_error *err);
+/* Checks a zone name ('UTC', '+08:00', 'Asia/Shanghai'). */
+int fr_autop_check_zone(const char *zone, fr_error *err);
+/* The partition time value `offset` units from now_ms (negative: back), as text. */
+int fr_autop_value_at(const fr_auto_partition *a, int64_t now_ms, int offset, fr_buf *out,
+                      fr_error *err);
+/* The UTC offset of zone (NULL: the system's) at utc_s (engine_tz.c). */
+int fr_tz_offset(const char *zone, int64_t utc_s, int32_t *offset_s, fr_error *err);
+/* Whether text matches the format of a (digits where fields are, literals elsewhere). */
+bool fr_autop_matches(const fr_auto_partition *a, const char *text);
+
+/* The engine as seen from its tables, for creating partitions as rows arrive: shared by
+ * the engine and its tables (reference counted), e is NULL once the engine closed. Lock
+ * order: link->mu, then the engine's mu, then a table's parts_mu. */
+typedef struct fr_engine_link {
+    atomic_int refs;
+    pthread_mutex_t mu;
+    fr_engine *e;
+} fr_engine_link;
+
+/* One partition of a partitioned table: its catalog entry and its buckets' logs and KV
+ * stores (engine_partition.c). Reference counted: the table's list holds one reference,
+ * every user one more; a dropped partition's files go with the last reference. */
+typedef struct fr_tpart {
+    atomic_int refs;
+    atomic_bool dropped;
+    atomic_bool pinned;      /* its log was handed out by fr_table_partition_log */
+    fr_partition info;       /* id, name, values (canonical text), created_ms */
+    fr_value *keys;          /* info.values parsed as the partition columns' types */
+    char *log_dir, *kv_dir;  /* DATA_DIR/log/<table>/p<id>, DATA_DIR/kv/<table>/p<id> */
+    pthread_mutex_t mu;      /* guards the lazy opening of logs[] and kvs[] */
+    int nbuckets;
+    fr_log **logs;
+    fr_kv **kvs;
+} fr_tpart;
 
 struct fr_table {
     atomic_int refs;
@@ -47,10 +153,22 @@ struct fr_table {
     int nschemas;
     fr_table_conf conf;
     char *dir;               /* DATA_DIR/log/<id> */
+    char *kv_dir;            /* DATA_DIR/kv/<id> */
     fr_log_options log_base; /* flush and segment settings from the engine */
-    pthread_mutex_t mu;      /* guards the lazy opening of logs[] */
-    fr_log **logs;           /* [conf.nbuckets], NULL until first used */
+    pthread_mutex_t mu;      /* guards the lazy opening of logs[] and kvs[] */
+    fr_log **logs;           /* [conf.nbuckets], NULL until first used (unpartitioned) */
+    fr_kv **kvs;             /* [conf.nbuckets] for an unpartitioned primary-key table */
+    fr_kv_spec kv_spec;      /* points into conf and the current schema */
     atomic_uint_fast64_t round_robin;
+
+    /* Partitions, sorted by name. parts changes under parts_mu (and the engine's mu, as
+     * it is catalog state); readers take a reference on what they use. */
+    pthread_mutex_t parts_mu;
+    fr_tpart **parts;
+    int nparts;
+    fr_tpart **graveyard;    /* dropped pinned partitions, kept until the table goes */
+    int ngraveyard;
+    fr_engine_link *link;    /* NULL until the table is in a catalog */
 };
 
 /* A table from its parts (takes ownership of schemas and conf, whatever happens). */
@@ -66,6 +184,76 @@ int fr_table_get_log(fr_table *t, int bucket, fr_log **out, fr_error *err);
 int fr_table_get_log_if_exists(fr_table *t, int bucket, fr_log **out, fr_error *err);
 /* Checks that a batch's columns match the table's types and nullability. */
 int fr_table_check_batch(const fr_table *t, const fr_batch *b, fr_error *err);
+/* Checks the types only (nulls are judged per row by the caller). */
+int fr_table_check_types(const fr_table *t, const fr_batch *b, fr_error *err);
+
+/* ---- partitions and buckets (engine_partition.c) ---- */
+
+/* The log or KV store of a bucket of partition p (NULL: the table's own buckets), opened on
+ * first use; with if_exists, only when the bucket's log directory exists (*out NULL else). */
+int fr_tpart_log(fr_table *t, fr_tpart *p, int bucket, bool if_exists, fr_log **out,
+                 fr_error *err);
+int fr_tpart_kv(fr_table *t, fr_tpart *p, int bucket, bool if_exists, fr_kv **out,
+                fr_error *err);
+void fr_tpart_retain(fr_tpart *p);
+void fr_tpart_release(fr_tpart *p);
+/* A new partition object (not in any list); values are canonical texts, one per key. */
+int fr_tpart_new(fr_table *t, int64_t id, char *const *values, int64_t created_ms,
+                 fr_tpart **out, fr_error *err);
+/* Closes and frees every partition of the table (at table destruction). */
+void fr_table_parts_clear(fr_table *t);
+/* A snapshot of the partitions (each retained), in name order; free with
+ * fr_tparts_release. */
+int fr_table_parts_snapshot(fr_table *t, fr_tpart ***out, int *count, fr_error *err);
+void fr_tparts_release(fr_tpart **parts, int count);
+/* The partition whose canonical values are `values` (retained), or NULL. */
+fr_tpart *fr_table_find_part(fr_table *t, char *const *values);
+fr_tpart *fr_table_find_part_id(fr_table *t, int64_t id);
+/* Inserts p (taking its reference) into the sorted list; FR_EEXIST if its name is there. */
+int fr_table_insert_part(fr_table *t, fr_tpart *p, fr_error *err);
+/* Takes the partition with this id out of the list; the caller gets the list's reference. */
+fr_tpart *fr_table_take_part(fr_table *t, int64_t id);
+/* Whether the partition's values may match the filter (NULL filter: true). */
+bool fr_tpart_may_match(const fr_table *t, const fr_tpart *p, const fr_expr *filter);
+/* The canonical text of a partition value: parses text as the column's type and formats it
+ * back; checks it as a partition name part (creating: also no "__" prefix). */
+int fr_partition_value_canon(const fr_table *t, int key, const char *text, size_t len,
+                             bool creating, fr_buf *out, fr_error *err);
+/* The same from a non-NULL value of the column's type. Appends the text and a NUL. */
+int fr_partition_value_text(const fr_table *t, int key, const fr_value *v, bool creating,
+                            fr_buf *out, fr_error *err);
+/* The partition for canonical values, created when missing and the table creates
+ * partitions as rows arrive (FR_ENOTFOUND otherwise). Retained. */
+int fr_table_partition_for_write(fr_table *t, char *const *values, fr_tpart **out,
+                                 fr_error *err);
+/* Removes p<id> directories of partitions that are not in the catalog (a crash between a
+ * DROP PARTITION's catalog write and its file removal). */
+void fr_partition_remove_orphans(fr_table *t);
+/* Puts the table in the engine's catalog for dynamic partition creation. */
+void fr_table_attach(fr_table *t, fr_engine_link *link);
+
+/* Catalog changes on partitions (engine_partition.c), e->mu held by the caller.
+ * add: values canonical; auto_created marks who created it for the log line. */
+int fr_engine_add_part_locked(fr_engine *e, fr_table *t, char *const *values,
+                              bool if_not_exists, const char *why, fr_error *err);
+int fr_engine_drop_part_locked(fr_engine *e, fr_table *t, int64_t id, const char *why,
+                               fr_error *err);
+
+/* The auto-partition pass over every table as of now_ms (engine_autopart.c). */
+int fr_engine_auto_partition_pass(fr_engine *e, int64_t now_ms, fr_error *err);
+/* Checks a new partition's time value against the auto-partition rules (format; not older
+ * than the retention) as of now_ms. */
+int fr_autop_check_new(const fr_table *t, char *const *values, int64_t now_ms,
+                       fr_error *err);
+
+/* The canonical bytes of one value for bucket hashing (engine_write.c; the layout of
+ * fr_bucket_key_bytes). */
+int fr_bucket_value_bytes(const fr_value *v, bool is_null, fr_buf *out, fr_error *err);
+/* Routes the rows of b to their partitions, creating missing ones as the table allows
+ * (engine_put.c): *parts (each retained; release with fr_tparts_release) and part_of[row]
+ * (fr_malloc'd), an index into *parts. */
+int fr_table_route_partitions(fr_table *t, const fr_batch *b, fr_tpart ***parts,
+                              int *nparts, int32_t **part_of, fr_error *err);
 
 typedef struct fr_db_entry {
     char *name;
@@ -78,12 +266,14 @@ struct fr_engine {
     char *meta_dir;
     int lock_fd;
 
-    pthread_mutex_t mu; /* the catalog: dbs, tables, next_table_id */
+    pthread_mutex_t mu; /* the catalog: dbs, tables, next_table_id, partitions */
     fr_db_entry *dbs;
     int ndbs;
     fr_table **tables;
     int ntables;
     int64_t next_table_id;
+    int64_t next_partition_id;
+    fr_engine_link *link;
 
     pthread_t retention_thread;
     bool retention_running;
@@ -103,6 +293,10 @@ int fr_catalog_parse(fr_engine *e, const char *path, const uint8_t *data, size_t
                      fr_error *err);
 /* Releases the catalog's tables and databases (not their files). */
 void fr_catalog_clear(fr_engine *e);
+
+/* The table db.name, retained, with e->mu held by the caller (names as users give them). */
+int fr_engine_get_table_locked(fr_engine *e, const char *db, const char *name, fr_table **out,
+                               fr_error *err);
 
 /* Names of databases and tables: checks and lower-cases into out (FR_NAME_BYTES_MAX + 1). */
 int fr_name_normalize(const char *what, const char *name, char *out, fr_error *err);

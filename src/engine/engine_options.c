@@ -16,7 +16,12 @@
 #define OPT_RETENTION_BYTES "table.log.retention.bytes"
 #define OPT_KNOWN_LIST                                                                        \
     OPT_BUCKET_NUM ", " OPT_BUCKET_KEY ", " OPT_LOG_TTL ", " OPT_COMPRESSION ", "            \
-        OPT_RETENTION_BYTES
+        OPT_RETENTION_BYTES ", table.merge-engine, table.merge-engine.versioned.ver-column, " \
+        "table.delete.behavior, table.changelog.image, table.partition.dynamic-creation, "   \
+        "table.auto-partition.enabled, table.auto-partition.key, "                            \
+        "table.auto-partition.time-unit, table.auto-partition.time-format, "                  \
+        "table.auto-partition.time-zone, table.auto-partition.num-precreate, "                \
+        "table.auto-partition.num-retention"
 #define FR_DEFAULT_TTL_MS (7LL * 24 * 3600 * 1000)
 
 int fr_name_normalize(const char *what, const char *name, char *out, fr_error *err)
@@ -48,6 +53,14 @@ void fr_table_conf_free(fr_table_conf *c)
     }
     fr_free(c->keys);
     fr_free(c->values);
+    fr_free(c->pk);
+    fr_free(c->part);
+    fr_free(c->aggs);
+    fr_free(c->agg_given);
+    for (int i = 0; c->delimiters && i < c->ncolumns; i++) fr_free(c->delimiters[i]);
+    fr_free(c->delimiters);
+    fr_free(c->autop.format);
+    fr_free(c->autop.zone);
     memset(c, 0, sizeof *c);
 }
 
@@ -156,6 +169,8 @@ static int parse_one(const fr_schema *schema, const char *key, const char *value
         c->retention_bytes = n;
         return FR_OK;
     }
+    int rc = fr_pkopt_parse(schema, key, value, c, norm, err);
+    if (rc != 1) return rc;
     if (strncmp(key, "table.", 6) == 0 || strncmp(key, "bucket.", 7) == 0)
         return fr_fail(err, FR_EINVAL, "unknown table option '%.128s'; the options firth "
                        "knows are " OPT_KNOWN_LIST, key);
@@ -172,19 +187,21 @@ static int conf_add(fr_table_conf *c, const char *key, const char *value, fr_err
     return FR_OK;
 }
 
-int fr_table_conf_parse(const fr_schema *schema, const fr_option *opts, int n,
-                        fr_table_conf *out, fr_error *err)
+int fr_table_conf_parse(const fr_schema *schema, const fr_table_keys *keys,
+                        const fr_option *opts, int n, fr_table_conf *out, fr_error *err)
 {
     memset(out, 0, sizeof *out);
     out->nbuckets = 1;
     out->compression = FR_COMPRESSION_ZSTD;
     out->ttl_ms = FR_DEFAULT_TTL_MS;
     out->retention_bytes = -1;
+    out->ncolumns = fr_schema_num_fields(schema);
     FR_CHECK(n >= 0 && n <= FR_TABLE_OPTIONS_MAX, FR_ELIMIT, err,
              "%d table options exceed the limit of %d", n, FR_TABLE_OPTIONS_MAX);
     int rc = FR_OK;
     fr_buf norm;
     fr_buf_init(&norm);
+    FR_GOTO(fr_pkopt_keys(schema, keys, out, err));
     out->keys = fr_calloc((size_t)n + 1, sizeof(char *));
     out->values = fr_calloc((size_t)n + 1, sizeof(char *));
     if (!out->keys || !out->values) {
@@ -210,6 +227,7 @@ int fr_table_conf_parse(const fr_schema *schema, const fr_option *opts, int n,
         FR_GOTO(fr_buf_append(&norm, "", 1, err));
         FR_GOTO(conf_add(out, key, norm.len > 1 ? (const char *)norm.data : value, err));
     }
+    FR_GOTO(fr_pkopt_finish(schema, out, err));
     fr_buf_free(&norm);
     return FR_OK;
 fail:

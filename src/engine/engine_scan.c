@@ -116,6 +116,61 @@ static int scan_bucket(fr_table *t, fr_log *log, const fr_scan_spec *spec, int64
     return FR_OK;
 }
 
+/* Where each bucket of one partition (NULL: the table's own buckets) is read from and to. */
+typedef struct part_plan {
+    fr_tpart *part;
+    fr_log **logs;
+    int64_t *from, *end;
+} part_plan;
+
+static void plans_free(part_plan *plans, int n)
+{
+    for (int i = 0; plans && i < n; i++) {
+        fr_free(plans[i].logs);
+        fr_free(plans[i].from);
+        fr_free(plans[i].end);
+    }
+    fr_free(plans);
+}
+
+static int plan_part(fr_table *t, const fr_scan_spec *spec, int lo, int hi, part_plan *pl,
+                     fr_error *err)
+{
+    int nb = t->conf.nbuckets;
+    pl->logs = fr_calloc((size_t)nb, sizeof *pl->logs);
+    pl->from = fr_calloc((size_t)nb, sizeof *pl->from);
+    pl->end = fr_calloc((size_t)nb, sizeof *pl->end);
+    FR_CHECK(pl->logs && pl->from && pl->end, FR_ENOMEM, err,
+             "out of memory starting a scan of %s", t->qname);
+    for (int b = lo; b <= hi; b++) {
+        FR_TRY(fr_tpart_log(t, pl->part, b, true, &pl->logs[b], err));
+        if (!pl->logs[b]) continue; /* never written */
+        pl->end[b] = fr_log_end_offset(pl->logs[b]);
+        FR_TRY(resolve_start(pl->logs[b], spec, fr_log_start_offset(pl->logs[b]), pl->end[b],
+                             &pl->from[b], err));
+    }
+    return FR_OK;
+}
+
+/* The partitions a scan reads, in name order, without those the filter rules out (one
+ * NULL entry for a table without partitions). *parts holds the references. */
+static int scan_parts(fr_table *t, const fr_scan_spec *spec, fr_tpart ***parts, int *nall,
+                      part_plan **plans, int *nplans, fr_error *err)
+{
+    *nall = 0;
+    if (t->conf.npart > 0) FR_TRY(fr_table_parts_snapshot(t, parts, nall, err));
+    int n = t->conf.npart > 0 ? *nall : 1;
+    *plans = fr_calloc((size_t)n + 1, sizeof **plans);
+    FR_CHECK(*plans, FR_ENOMEM, err, "out of memory starting a scan of %s", t->qname);
+    *nplans = 0;
+    for (int i = 0; i < n; i++) {
+        fr_tpart *p = t->conf.npart > 0 ? (*parts)[i] : NULL;
+        if (p && !fr_tpart_may_match(t, p, spec->filter)) continue;
+        (*plans)[(*nplans)++].part = p;
+    }
+    return FR_OK;
+}
+
 int fr_table_scan(fr_table *t, const fr_scan_spec *spec, fr_scan_fn fn, void *ctx,
                   fr_error *err)
 {
@@ -124,32 +179,34 @@ int fr_table_scan(fr_table *t, const fr_scan_spec *spec, fr_scan_fn fn, void *ct
              "table %s has buckets 0 to %d, not %d", t->qname, nb - 1, spec->bucket);
     FR_TRY(check_columns(t, spec, err));
     int lo = spec->bucket < 0 ? 0 : spec->bucket, hi = spec->bucket < 0 ? nb - 1 : spec->bucket;
-    int64_t *from = fr_calloc((size_t)nb, sizeof *from), *end = fr_calloc((size_t)nb, sizeof *end);
-    fr_log **logs = fr_calloc((size_t)nb, sizeof *logs);
     scan_state s = {.fn = fn, .ctx = ctx, .remaining = spec->max_records < 0 ? -1 : spec->max_records};
-    int rc = FR_OK;
-    if (!from || !end || !logs) {
-        rc = fr_fail(err, FR_ENOMEM, "out of memory starting a scan of %s", t->qname);
-        goto fail;
-    }
+    fr_tpart **parts = NULL;
+    part_plan *plans = NULL;
+    int nall = 0, nplans = 0;
+    int rc = scan_parts(t, spec, &parts, &nall, &plans, &nplans, err);
     /* Every bucket's end is fixed before any is read: the scan is of what was there. */
-    for (int b = lo; b <= hi; b++) {
-        FR_GOTO(fr_table_get_log_if_exists(t, b, &logs[b], err));
-        if (!logs[b]) continue; /* never written */
-        end[b] = fr_log_end_offset(logs[b]);
-        FR_GOTO(resolve_start(logs[b], spec, fr_log_start_offset(logs[b]), end[b], &from[b], err));
-    }
-    if (s.remaining == 0) goto fail;
-    for (int b = lo; b <= hi && !s.stop; b++) {
-        if (!logs[b] || from[b] >= end[b]) continue;
-        s.bucket = b;
-        s.end = end[b];
-        s.bucket_done = false;
-        FR_GOTO(scan_bucket(t, logs[b], spec, from[b], &s, err));
+    for (int i = 0; rc == FR_OK && i < nplans; i++) rc = plan_part(t, spec, lo, hi, &plans[i], err);
+    if (rc < 0 || s.remaining == 0) goto fail;
+    for (int i = 0; i < nplans && !s.stop; i++) {
+        part_plan *pl = &plans[i];
+        if (pl->part && spec->on_partition) {
+            int r = spec->on_partition(ctx, &pl->part->info, err);
+            if (r < 0) {
+                rc = r;
+                goto fail;
+            }
+            if (r > 0) break;
+        }
+        for (int b = lo; b <= hi && !s.stop; b++) {
+            if (!pl->logs[b] || pl->from[b] >= pl->end[b]) continue;
+            s.bucket = b;
+            s.end = pl->end[b];
+            s.bucket_done = false;
+            FR_GOTO(scan_bucket(t, pl->logs[b], spec, pl->from[b], &s, err));
+        }
     }
 fail:
-    fr_free(from);
-    fr_free(end);
-    fr_free(logs);
+    plans_free(plans, nplans);
+    fr_tparts_release(parts, nall);
     return rc;
 }

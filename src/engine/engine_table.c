@@ -42,17 +42,24 @@ int fr_table_create_obj(int64_t id, const char *db, const char *name, int64_t cr
     t->log_base.retention_ms = t->conf.ttl_ms;
     t->log_base.retention_bytes = t->conf.retention_bytes;
 
+    pthread_mutex_init(&t->parts_mu, NULL);
+    fr_pkopt_kv_spec(schemas[nschemas - 1], &t->conf, &t->kv_spec);
+
     fr_buf path;
     fr_buf_init(&path);
     int rc = fr_buf_printf(&path, err, "%s/log/%" PRId64 "%c", data_dir, id, '\0');
     t->dir = rc == FR_OK ? (char *)fr_buf_steal(&path, NULL) : NULL;
+    fr_buf_reset(&path);
+    rc = fr_buf_printf(&path, err, "%s/kv/%" PRId64 "%c", data_dir, id, '\0');
+    t->kv_dir = rc == FR_OK ? (char *)fr_buf_steal(&path, NULL) : NULL;
     fr_buf_free(&path);
     t->db = fr_strdup(db);
     t->name = fr_strdup(name);
     size_t qn = strlen(db) + strlen(name) + 2;
     t->qname = fr_malloc(qn);
     t->logs = fr_calloc((size_t)t->conf.nbuckets, sizeof(fr_log *));
-    if (!t->dir || !t->db || !t->name || !t->qname || !t->logs) {
+    t->kvs = fr_calloc((size_t)t->conf.nbuckets, sizeof(fr_kv *));
+    if (!t->dir || !t->kv_dir || !t->db || !t->name || !t->qname || !t->logs || !t->kvs) {
         t->nschemas = nschemas;
         fr_table_release(t);
         return fr_fail(err, FR_ENOMEM, "out of memory creating table %s.%s", db, name);
@@ -69,13 +76,24 @@ void fr_table_retain(fr_table *t)
 
 static void table_destroy(fr_table *t)
 {
+    fr_table_parts_clear(t);
+    for (int b = 0; t->kvs && b < t->conf.nbuckets; b++) /* a KV store uses its log */
+        if (t->kvs[b]) fr_kv_close(t->kvs[b]);
     for (int b = 0; t->logs && b < t->conf.nbuckets; b++)
         if (t->logs[b]) fr_log_close(t->logs[b]);
-    if (atomic_load(&t->dropped) && t->dir) {
+    const char *dirs[2] = {t->dir, t->kv_dir};
+    for (int i = 0; i < 2 && atomic_load(&t->dropped); i++) {
         fr_error err = {0};
-        if (fr_remove_tree(t->dir, &err) < 0)
+        if (dirs[i] && fr_remove_tree(dirs[i], &err) < 0)
             FR_WARN("table %s was dropped but its files stay: %s", t->qname, err.msg);
     }
+    if (t->link && atomic_fetch_sub(&t->link->refs, 1) == 1) {
+        pthread_mutex_destroy(&t->link->mu);
+        fr_free(t->link);
+    }
+    pthread_mutex_destroy(&t->parts_mu);
+    fr_free(t->kvs);
+    fr_free(t->kv_dir);
     for (int i = 0; i < t->nschemas; i++) fr_schema_free(t->schemas[i]);
     fr_free(t->schemas);
     fr_table_conf_free(&t->conf);
@@ -118,52 +136,28 @@ void fr_table_option(const fr_table *t, int i, const char **key, const char **va
     *value = t->conf.values[i];
 }
 
-static int bucket_dir(const fr_table *t, int bucket, char *out, size_t cap, fr_error *err)
-{
-    int n = snprintf(out, cap, "%s/b%d", t->dir, bucket);
-    FR_CHECK(n > 0 && (size_t)n < cap, FR_EINVAL, err, "path too long: %s/b%d", t->dir,
-             bucket);
-    return FR_OK;
-}
-
-static int open_log_locked(fr_table *t, int bucket, fr_error *err)
-{
-    char dir[FR_ENGINE_PATH_BYTES_MAX];
-    FR_TRY(bucket_dir(t, bucket, dir, sizeof dir, err));
-    char name[2 * FR_NAME_BYTES_MAX + 32];
-    snprintf(name, sizeof name, "%s bucket %d", t->qname, bucket);
-    fr_log_options o = t->log_base;
-    o.name = name;
-    int rc = fr_log_open(dir, &o, &t->logs[bucket], err);
-    if (rc < 0) {
-        t->logs[bucket] = NULL;
-        fr_error_wrap(err, "table %s, bucket %d", t->qname, bucket);
-    }
-    return rc;
-}
-
 int fr_table_get_log(fr_table *t, int bucket, fr_log **out, fr_error *err)
 {
-    FR_CHECK(bucket >= 0 && bucket < t->conf.nbuckets, FR_ERANGE, err,
-             "table %s has buckets 0 to %d, not %d", t->qname, t->conf.nbuckets - 1, bucket);
-    int rc = FR_OK;
-    pthread_mutex_lock(&t->mu);
-    if (!t->logs[bucket]) rc = open_log_locked(t, bucket, err);
-    *out = t->logs[bucket];
-    pthread_mutex_unlock(&t->mu);
-    return rc;
+    return fr_tpart_log(t, NULL, bucket, false, out, err);
 }
 
 int fr_table_get_log_if_exists(fr_table *t, int bucket, fr_log **out, fr_error *err)
 {
-    char dir[FR_ENGINE_PATH_BYTES_MAX];
-    FR_TRY(bucket_dir(t, bucket, dir, sizeof dir, err));
-    int rc = FR_OK;
-    pthread_mutex_lock(&t->mu);
-    if (!t->logs[bucket] && fr_path_exists(dir)) rc = open_log_locked(t, bucket, err);
-    *out = t->logs[bucket];
-    pthread_mutex_unlock(&t->mu);
-    return rc;
+    return fr_tpart_log(t, NULL, bucket, true, out, err);
+}
+
+bool fr_table_is_pk(const fr_table *t) { return t->conf.npk > 0; }
+
+const int *fr_table_primary_key(const fr_table *t, int *n)
+{
+    *n = t->conf.npk;
+    return t->conf.npk > 0 ? t->conf.pk : NULL;
+}
+
+const int *fr_table_partition_keys(const fr_table *t, int *n)
+{
+    *n = t->conf.npart;
+    return t->conf.npart > 0 ? t->conf.part : NULL;
 }
 
 fr_log *fr_table_log(fr_table *t, int bucket)
@@ -175,6 +169,27 @@ fr_log *fr_table_log(fr_table *t, int bucket)
         return NULL;
     }
     return log;
+}
+
+int fr_table_check_types(const fr_table *t, const fr_batch *b, fr_error *err)
+{
+    const fr_schema *ts = fr_table_schema(t);
+    const fr_schema *bs = fr_batch_schema(b);
+    int n = fr_schema_num_fields(ts);
+    FR_CHECK(fr_schema_num_fields(bs) == n, FR_ETYPE, err,
+             "table %s has %d columns but the batch has %d", t->qname, n,
+             fr_schema_num_fields(bs));
+    for (int i = 0; i < n; i++) {
+        const fr_field *tf = fr_schema_field(ts, i), *bf = fr_schema_field(bs, i);
+        if (!fr_type_equal(&tf->type, &bf->type)) {
+            char want[64], got[64];
+            fr_type_format(&tf->type, false, want, sizeof want);
+            fr_type_format(&bf->type, false, got, sizeof got);
+            return fr_fail(err, FR_ETYPE, "table %s: column %d '%s' is %s but the batch's "
+                           "column '%s' is %s", t->qname, i + 1, tf->name, want, bf->name, got);
+        }
+    }
+    return FR_OK;
 }
 
 int fr_table_check_batch(const fr_table *t, const fr_batch *b, fr_error *err)

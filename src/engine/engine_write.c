@@ -29,53 +29,55 @@ static int put(fr_buf *out, const void *p, size_t n, fr_error *err)
     return fr_buf_append(out, p, n, err);
 }
 
+int fr_bucket_value_bytes(const fr_value *v, bool is_null, fr_buf *out, fr_error *err)
+{
+    uint8_t tag = is_null ? 0 : 1;
+    FR_TRY(put(out, &tag, 1, err));
+    if (is_null) return FR_OK;
+    uint8_t w[16];
+    switch (v->type.id) {
+    case FR_T_BOOLEAN:
+        w[0] = v->v.b ? 1 : 0;
+        return put(out, w, 1, err);
+    case FR_T_FLOAT:
+    case FR_T_DOUBLE: {
+        double d = v->v.f;
+        uint64_t bits;
+        if (isnan(d)) bits = 0x7ff8000000000000ULL;
+        else {
+            if (d == 0) d = 0; /* -0.0 and 0.0 are the same key */
+            memcpy(&bits, &d, 8);
+        }
+        fr_put_u64le(w, bits);
+        return put(out, w, 8, err);
+    }
+    case FR_T_DECIMAL:
+        fr_put_u64le(w, (uint64_t)v->v.d);
+        fr_put_u64le(w + 8, (uint64_t)((unsigned __int128)v->v.d >> 64));
+        return put(out, w, 16, err);
+    case FR_T_CHAR:
+    case FR_T_VARCHAR:
+    case FR_T_STRING:
+    case FR_T_BYTES:
+        fr_put_u32le(w, (uint32_t)v->v.s.len);
+        FR_TRY(put(out, w, 4, err));
+        return v->v.s.len > 0 ? put(out, v->v.s.ptr, v->v.s.len, err) : FR_OK;
+    default: /* integers and temporal types */
+        fr_put_u64le(w, (uint64_t)v->v.i);
+        return put(out, w, 8, err);
+    }
+}
+
 int fr_bucket_key_bytes(const fr_batch *b, const int *key, int nkey, int64_t row, fr_buf *out,
                         fr_error *err)
 {
     for (int k = 0; k < nkey; k++) {
         const fr_column *c = fr_batch_column(b, key[k]);
-        uint8_t tag = fr_column_is_null(c, row) ? 0 : 1;
-        FR_TRY(put(out, &tag, 1, err));
-        if (!tag) continue;
-        fr_value v;
-        fr_column_get(c, row, &v);
-        uint8_t w[16];
-        switch (c->type.id) {
-        case FR_T_BOOLEAN:
-            w[0] = v.v.b ? 1 : 0;
-            FR_TRY(put(out, w, 1, err));
-            break;
-        case FR_T_FLOAT:
-        case FR_T_DOUBLE: {
-            double d = v.v.f;
-            uint64_t bits;
-            if (isnan(d)) bits = 0x7ff8000000000000ULL;
-            else {
-                if (d == 0) d = 0; /* -0.0 and 0.0 are the same key */
-                memcpy(&bits, &d, 8);
-            }
-            fr_put_u64le(w, bits);
-            FR_TRY(put(out, w, 8, err));
-            break;
-        }
-        case FR_T_DECIMAL:
-            fr_put_u64le(w, (uint64_t)v.v.d);
-            fr_put_u64le(w + 8, (uint64_t)((unsigned __int128)v.v.d >> 64));
-            FR_TRY(put(out, w, 16, err));
-            break;
-        case FR_T_CHAR:
-        case FR_T_VARCHAR:
-        case FR_T_STRING:
-        case FR_T_BYTES:
-            fr_put_u32le(w, (uint32_t)v.v.s.len);
-            FR_TRY(put(out, w, 4, err));
-            if (v.v.s.len > 0) FR_TRY(put(out, v.v.s.ptr, v.v.s.len, err));
-            break;
-        default: /* integers and temporal types */
-            fr_put_u64le(w, (uint64_t)v.v.i);
-            FR_TRY(put(out, w, 8, err));
-            break;
-        }
+        fr_value v = {.type = c->type};
+        bool null = fr_column_is_null(c, row);
+        if (!null) fr_column_get(c, row, &v);
+        v.type.id = c->type.id;
+        FR_TRY(fr_bucket_value_bytes(&v, null, out, err));
     }
     return FR_OK;
 }
@@ -110,12 +112,12 @@ static int writer_bucket(const fr_table *t, int64_t writer_id, int32_t seq)
 
 /* Encodes part and appends it to bucket; *count gets its rows, or 0 for a retry that the
  * log had already seen. */
-static int append_part(fr_table *t, int bucket, const fr_batch *part, int64_t writer_id,
-                       int32_t seq, int64_t *count, fr_error *err)
+static int append_part(fr_table *t, fr_tpart *tp, int bucket, const fr_batch *part,
+                       int64_t writer_id, int32_t seq, int64_t *count, fr_error *err)
 {
     *count = 0;
     fr_log *log = NULL;
-    FR_TRY(fr_table_get_log(t, bucket, &log, err));
+    FR_TRY(fr_tpart_log(t, tp, bucket, false, &log, err));
     fr_rb_params p = {
         .schema_id = fr_schema_id(fr_table_schema(t)),
         .compression = t->conf.compression,
@@ -145,12 +147,12 @@ static int append_part(fr_table *t, int bucket, const fr_batch *part, int64_t wr
 
 /* Appends a batch bound for one bucket, in pieces of at most FR_RB_RECORDS_MAX rows when
  * the writer is not idempotent (an idempotent batch is one sequence number: one piece). */
-static int append_one_bucket(fr_table *t, int bucket, const fr_batch *b, int64_t writer_id,
-                             int32_t seq, int64_t *appended, fr_error *err)
+static int append_one_bucket(fr_table *t, fr_tpart *tp, int bucket, const fr_batch *b,
+                             int64_t writer_id, int32_t seq, int64_t *appended, fr_error *err)
 {
     int64_t rows = fr_batch_num_rows(b), n = 0;
     if (rows <= FR_RB_RECORDS_MAX) {
-        FR_TRY(append_part(t, bucket, b, writer_id, seq, &n, err));
+        FR_TRY(append_part(t, tp, bucket, b, writer_id, seq, &n, err));
         *appended += n;
         return FR_OK;
     }
@@ -162,7 +164,7 @@ static int append_one_bucket(fr_table *t, int bucket, const fr_batch *b, int64_t
         int64_t len = rows - off < FR_RB_RECORDS_MAX ? rows - off : FR_RB_RECORDS_MAX;
         fr_batch *piece = NULL;
         FR_TRY(fr_batch_slice(b, off, len, &piece, err));
-        int rc = append_part(t, bucket, piece, writer_id, seq, &n, err);
+        int rc = append_part(t, tp, bucket, piece, writer_id, seq, &n, err);
         fr_batch_free(piece);
         FR_TRY(rc);
         *appended += n;
@@ -173,7 +175,7 @@ static int append_one_bucket(fr_table *t, int bucket, const fr_batch *b, int64_t
 /* Splits b by the bucket of each row (buckets[row]) and appends each part. A counting
  * sort groups the row numbers by bucket (keeping their order), so each part is gathered
  * from its own rows. */
-static int append_split(fr_table *t, const fr_batch *b, const int32_t *buckets,
+static int append_split(fr_table *t, fr_tpart *tp, const fr_batch *b, const int32_t *buckets,
                         int64_t writer_id, int32_t seq, int64_t *appended, fr_error *err)
 {
     int nb = t->conf.nbuckets;
@@ -195,7 +197,7 @@ static int append_split(fr_table *t, const fr_batch *b, const int32_t *buckets,
         if (from == to) continue;
         fr_batch *part = NULL;
         rc = fr_engine_take(b, order + from, to - from, &part, err);
-        if (rc == FR_OK) rc = append_one_bucket(t, k, part, writer_id, seq, appended, err);
+        if (rc == FR_OK) rc = append_one_bucket(t, tp, k, part, writer_id, seq, appended, err);
         fr_batch_free(part);
         if (rc < 0) goto fail;
     }
@@ -205,26 +207,18 @@ fail:
     return rc;
 }
 
-int fr_table_append(fr_table *t, const fr_batch *b, int64_t writer_id, int32_t seq,
-                    int64_t *appended, fr_error *err)
+/* Appends b to the buckets of partition tp (NULL: the table's own buckets). */
+static int append_to(fr_table *t, fr_tpart *tp, const fr_batch *b, int64_t writer_id,
+                     int32_t seq, int64_t *appended, fr_error *err)
 {
-    int64_t sink = 0;
-    if (!appended) appended = &sink;
-    *appended = 0;
-    FR_CHECK(!atomic_load(&t->dropped), FR_ENOTFOUND, err, "table %s was dropped", t->qname);
-    FR_CHECK(writer_id == FR_NO_WRITER || (writer_id >= 0 && seq >= 0), FR_EINVAL, err,
-             "writer id %" PRId64 " and sequence %d: give a writer id >= 0 with a sequence "
-             ">= 0, or writer id -1", writer_id, seq);
-    FR_TRY(fr_table_check_batch(t, b, err));
     int64_t rows = fr_batch_num_rows(b);
-    if (rows == 0) return FR_OK;
     int nb = t->conf.nbuckets;
-    if (nb == 1) return append_one_bucket(t, 0, b, writer_id, seq, appended, err);
+    if (nb == 1) return append_one_bucket(t, tp, 0, b, writer_id, seq, appended, err);
     if (t->conf.nbucket_key == 0) {
         int bucket = writer_id != FR_NO_WRITER
                          ? writer_bucket(t, writer_id, seq)
                          : (int)(atomic_fetch_add(&t->round_robin, 1) % (uint64_t)nb);
-        return append_one_bucket(t, bucket, b, writer_id, seq, appended, err);
+        return append_one_bucket(t, tp, bucket, b, writer_id, seq, appended, err);
     }
     int32_t *buckets = fr_malloc((size_t)rows * sizeof *buckets);
     FR_CHECK(buckets, FR_ENOMEM, err, "out of memory bucketing %" PRId64 " rows", rows);
@@ -241,17 +235,74 @@ int fr_table_append(fr_table *t, const fr_batch *b, int64_t writer_id, int32_t s
     }
     fr_buf_free(&scratch);
     if (rc == FR_OK) {
-        rc = one ? append_one_bucket(t, buckets[0], b, writer_id, seq, appended, err)
-                 : append_split(t, b, buckets, writer_id, seq, appended, err);
+        rc = one ? append_one_bucket(t, tp, buckets[0], b, writer_id, seq, appended, err)
+                 : append_split(t, tp, b, buckets, writer_id, seq, appended, err);
     }
     fr_free(buckets);
     return rc;
+}
+
+/* Splits b by partition (keeping the rows' order in each) and appends each part. */
+static int append_partitioned(fr_table *t, const fr_batch *b, int64_t writer_id, int32_t seq,
+                              int64_t *appended, fr_error *err)
+{
+    fr_tpart **parts = NULL;
+    int32_t *part_of = NULL;
+    int nparts = 0;
+    FR_TRY(fr_table_route_partitions(t, b, &parts, &nparts, &part_of, err));
+    int64_t rows = fr_batch_num_rows(b);
+    int rc = FR_OK;
+    if (nparts == 1) {
+        rc = append_to(t, parts[0], b, writer_id, seq, appended, err);
+        goto done;
+    }
+    int64_t *idx = fr_malloc((size_t)rows * sizeof *idx);
+    if (!idx) {
+        rc = fr_fail(err, FR_ENOMEM, "out of memory splitting %" PRId64 " rows", rows);
+        goto done;
+    }
+    for (int p = 0; rc == FR_OK && p < nparts; p++) {
+        int64_t n = 0;
+        for (int64_t r = 0; r < rows; r++)
+            if (part_of[r] == p) idx[n++] = r;
+        fr_batch *sub = NULL;
+        rc = fr_engine_take(b, idx, n, &sub, err);
+        if (rc == FR_OK) rc = append_to(t, parts[p], sub, writer_id, seq, appended, err);
+        fr_batch_free(sub);
+    }
+    fr_free(idx);
+done:
+    fr_free(part_of);
+    fr_tparts_release(parts, nparts);
+    return rc;
+}
+
+int fr_table_append(fr_table *t, const fr_batch *b, int64_t writer_id, int32_t seq,
+                    int64_t *appended, fr_error *err)
+{
+    int64_t sink = 0;
+    if (!appended) appended = &sink;
+    *appended = 0;
+    FR_CHECK(!atomic_load(&t->dropped), FR_ENOTFOUND, err, "table %s was dropped", t->qname);
+    FR_CHECK(t->conf.npk == 0, FR_EINVAL, err, "table %s has a primary key: write with "
+             "upserts (INSERT) instead of appends", t->qname);
+    FR_CHECK(writer_id == FR_NO_WRITER || (writer_id >= 0 && seq >= 0), FR_EINVAL, err,
+             "writer id %" PRId64 " and sequence %d: give a writer id >= 0 with a sequence "
+             ">= 0, or writer id -1", writer_id, seq);
+    FR_TRY(fr_table_check_batch(t, b, err));
+    if (fr_batch_num_rows(b) == 0) return FR_OK;
+    if (t->conf.npart > 0) return append_partitioned(t, b, writer_id, seq, appended, err);
+    return append_to(t, NULL, b, writer_id, seq, appended, err);
 }
 
 int fr_table_append_encoded(fr_table *t, int bucket, uint8_t *rb, size_t len,
                             int64_t *base_offset, fr_error *err)
 {
     FR_CHECK(!atomic_load(&t->dropped), FR_ENOTFOUND, err, "table %s was dropped", t->qname);
+    FR_CHECK(t->conf.npk == 0, FR_EINVAL, err, "table %s has a primary key: write with "
+             "upserts instead of appends", t->qname);
+    FR_CHECK(t->conf.npart == 0, FR_EINVAL, err, "table %s is partitioned: an encoded batch "
+             "needs a partition", t->qname);
     FR_CHECK(bucket >= 0 && bucket < t->conf.nbuckets, FR_ERANGE, err,
              "table %s has buckets 0 to %d, not %d", t->qname, t->conf.nbuckets - 1, bucket);
     fr_rb_view v;
