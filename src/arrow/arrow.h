@@ -129,6 +129,16 @@ int fr_ipc_read_schema(const uint8_t *p, size_t n, int32_t schema_id, fr_schema 
  * metadata versions, codecs) FR_EUNSUPPORTED. Never reads outside p[0, n). */
 int fr_ipc_read_batch(const uint8_t *p, size_t n, const fr_schema *schema, fr_batch **out,
                       size_t *used, fr_error *err);
+/* Decodes only columns cols[0..ncols) (any order, distinct; none gives the rows alone) of
+ * a RecordBatch message written with `schema`, as a batch of out_schema, which must be
+ * schema projected to cols (fr_schema_project; FR_EINVAL otherwise). The message's metadata
+ * is checked as by fr_ipc_read_batch, but only the chosen columns' buffers are copied
+ * (uncompressed) or decompressed, straight from p: what fr_ipc_project followed by
+ * fr_ipc_read_batch gives, without the projected message in between. *out is the caller's;
+ * it does not point into p. */
+int fr_ipc_read_batch_columns(const uint8_t *p, size_t n, const fr_schema *schema,
+                              const int *cols, int ncols, const fr_schema *out_schema,
+                              fr_batch **out, fr_error *err);
 /* Reads the row count of an encapsulated RecordBatch message without decoding it. */
 int fr_ipc_batch_rows(const uint8_t *p, size_t n, int64_t *rows, fr_error *err);
 

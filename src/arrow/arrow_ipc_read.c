@@ -1,7 +1,8 @@
 /* arrow_ipc_read.c — decoding Arrow IPC messages from untrusted bytes: the encapsulation
  * frame, the Message table, RecordBatch metadata checked against a schema, column buffers
  * (decompressed per buffer when the message says so) checked against the layout of each
- * type, and whole streams.
+ * type, some columns of a message without touching the others' buffers, and whole
+ * streams.
  *
  * Tables and slots (format/Message.fbs): Message {version 0, header_type 1, header 2,
  * bodyLength 3, custom_metadata 4}; RecordBatch {length 0, nodes 1, buffers 2,
@@ -151,6 +152,8 @@ typedef struct fr_ipc_decoder {
     const fr_ipc_batch_msg *m;
     fr_batch *b;
     const uint8_t *body_copy; /* an aligned copy of an uncompressed body, else NULL */
+    uint8_t *pack;            /* else, for some columns: their buffers copied one after */
+    size_t pack_pos;          /* another, each 8-aligned, in the order they are decoded */
     int64_t inflated;         /* bytes decompressed so far */
 } fr_ipc_decoder;
 
@@ -162,6 +165,14 @@ static int fr_ipc_buffer_get(fr_ipc_decoder *d, int i, const uint8_t **data, int
     *data = fr_arrow_empty;
     *len = 0;
     if (buf.length == 0) return 0;
+    if (d->m->codec == FR_COMPRESSION_NONE && d->pack) {
+        uint8_t *q = d->pack + d->pack_pos;
+        memcpy(q, d->m->body + buf.offset, (size_t)buf.length);
+        d->pack_pos += fr_pad8((size_t)buf.length);
+        *data = q;
+        *len = buf.length;
+        return 0;
+    }
     if (d->m->codec == FR_COMPRESSION_NONE) {
         const uint8_t *q = d->body_copy + buf.offset;
         *len = buf.length;
@@ -222,11 +233,14 @@ static int fr_ipc_check_offsets(fr_ipc_decoder *d, fr_column *c, const char *nam
     return 0;
 }
 
-static int fr_ipc_decode_column(fr_ipc_decoder *d, int col, int first_buffer, fr_error *err)
+/* Decodes column `node` of the message (whose buffers start at first_buffer) into column
+ * col of the batch. */
+static int fr_ipc_decode_column(fr_ipc_decoder *d, int col, int node_index, int first_buffer,
+                                fr_error *err)
 {
     fr_column *c = &d->b->cols[col];
     const char *name = fr_schema_field(d->b->schema, col)->name;
-    fr_ipc_node node = fr_ipc_node_at(d->m, col);
+    fr_ipc_node node = fr_ipc_node_at(d->m, node_index);
     int64_t rows = d->b->rows, len;
     const uint8_t *data;
     c->null_count = node.null_count;
@@ -268,6 +282,40 @@ static int fr_ipc_decode_column(fr_ipc_decoder *d, int col, int first_buffer, fr
     return 0;
 }
 
+/* Gives d an aligned copy of the whole uncompressed body, owned by the batch. */
+static int fr_ipc_copy_body(fr_ipc_decoder *d, fr_error *err)
+{
+    void *raw;
+    uint8_t *copy = fr_arrow_alloc((size_t)d->m->body_length, &raw);
+    if (!copy)
+        return fr_fail(err, FR_ENOMEM, "out of memory copying an Arrow body of %lld bytes",
+                       (long long)d->m->body_length);
+    FR_TRY(fr_batch_own(d->b, raw, err));
+    memcpy(copy, d->m->body, (size_t)d->m->body_length);
+    d->body_copy = copy;
+    return 0;
+}
+
+/* For an uncompressed body of which only some columns are decoded: room for their buffers
+ * alone, so that the others are never copied. Buffers that overlap (no writer makes them,
+ * but the format does not forbid them) could add up to more than the body: then the whole
+ * body is copied, as for a full read. */
+static int fr_ipc_pack_columns(fr_ipc_decoder *d, const int *first, const int *cols, int ncols,
+                               fr_error *err)
+{
+    size_t total = 0;
+    for (int j = 0; j < ncols; j++)
+        for (int k = first[cols[j]]; k < first[cols[j] + 1]; k++)
+            total += fr_pad8((size_t)fr_ipc_buffer_at(d->m, k).length);
+    if (total > (size_t)d->m->body_length) return fr_ipc_copy_body(d, err);
+    if (total == 0) return 0;
+    void *raw;
+    d->pack = fr_arrow_alloc(total, &raw);
+    if (!d->pack)
+        return fr_fail(err, FR_ENOMEM, "out of memory copying %zu bytes of Arrow buffers", total);
+    return fr_batch_own(d->b, raw, err);
+}
+
 int fr_ipc_read_batch(const uint8_t *p, size_t n, const fr_schema *schema, fr_batch **out,
                       size_t *used, fr_error *err)
 {
@@ -277,19 +325,9 @@ int fr_ipc_read_batch(const uint8_t *p, size_t n, const fr_schema *schema, fr_ba
     FR_TRY(fr_batch_alloc(schema, m.rows, &b, err));
     fr_ipc_decoder d = {.m = &m, .b = b};
     int rc = 0;
-    if (m.codec == FR_COMPRESSION_NONE && m.body_length > 0) {
-        void *raw;
-        uint8_t *copy = fr_arrow_alloc((size_t)m.body_length, &raw);
-        if (!copy) {
-            rc = fr_fail(err, FR_ENOMEM, "out of memory copying an Arrow body of %lld bytes", (long long)m.body_length);
-            goto fail;
-        }
-        FR_GOTO(fr_batch_own(b, raw, err));
-        memcpy(copy, m.body, (size_t)m.body_length);
-        d.body_copy = copy;
-    }
+    if (m.codec == FR_COMPRESSION_NONE && m.body_length > 0) FR_GOTO(fr_ipc_copy_body(&d, err));
     for (int i = 0, buf = 0; i < b->ncols; i++) {
-        FR_GOTO(fr_ipc_decode_column(&d, i, buf, err));
+        FR_GOTO(fr_ipc_decode_column(&d, i, i, buf, err));
         buf += fr_arrow_nbuffers(&b->cols[i].type);
     }
     fr_batch_seal(b);
@@ -297,6 +335,59 @@ int fr_ipc_read_batch(const uint8_t *p, size_t n, const fr_schema *schema, fr_ba
     if (used) *used = m.used;
     return 0;
 fail:
+    fr_batch_free(b);
+    return rc;
+}
+
+/* Checks that out_schema is schema projected to cols. */
+static int fr_ipc_check_columns(const fr_schema *schema, const int *cols, int ncols,
+                                const fr_schema *out_schema, fr_error *err)
+{
+    int nfields = fr_schema_num_fields(schema);
+    FR_CHECK(ncols >= 0 && ncols == fr_schema_num_fields(out_schema), FR_EINVAL, err,
+             "decoding %d columns into a schema of %d", ncols, fr_schema_num_fields(out_schema));
+    for (int j = 0; j < ncols; j++) {
+        FR_CHECK(cols[j] >= 0 && cols[j] < nfields, FR_EINVAL, err,
+                 "decoding column %d of a schema of %d", cols[j], nfields);
+        const fr_type *a = &fr_schema_field(schema, cols[j])->type;
+        const fr_type *b = &fr_schema_field(out_schema, j)->type;
+        FR_CHECK(fr_type_equal(a, b) && a->nullable == b->nullable, FR_EINVAL, err,
+                 "decoding column %d: the output schema's column %d has another type", cols[j], j);
+        for (int k = 0; k < j; k++)
+            FR_CHECK(cols[k] != cols[j], FR_EINVAL, err, "decoding column %d twice", cols[j]);
+    }
+    return 0;
+}
+
+int fr_ipc_read_batch_columns(const uint8_t *p, size_t n, const fr_schema *schema,
+                              const int *cols, int ncols, const fr_schema *out_schema,
+                              fr_batch **out, fr_error *err)
+{
+    FR_TRY(fr_ipc_check_columns(schema, cols, ncols, out_schema, err));
+    fr_ipc_batch_msg m;
+    FR_TRY(fr_ipc_parse_batch(p, n, schema, &m, err));
+    int nfields = fr_schema_num_fields(schema);
+    /* first[i]: index of the message's first buffer of column i. */
+    int *first = fr_malloc(((size_t)nfields + 1) * sizeof *first);
+    FR_CHECK(first, FR_ENOMEM, err, "out of memory decoding a record batch");
+    first[0] = 0;
+    for (int i = 0; i < nfields; i++)
+        first[i + 1] = first[i] + fr_arrow_nbuffers(&fr_schema_field(schema, i)->type);
+    fr_batch *b = NULL;
+    int rc = fr_batch_alloc(out_schema, m.rows, &b, err);
+    if (rc < 0) {
+        fr_free(first);
+        return rc;
+    }
+    fr_ipc_decoder d = {.m = &m, .b = b};
+    if (m.codec == FR_COMPRESSION_NONE) FR_GOTO(fr_ipc_pack_columns(&d, first, cols, ncols, err));
+    for (int j = 0; j < ncols; j++) FR_GOTO(fr_ipc_decode_column(&d, j, cols[j], first[cols[j]], err));
+    fr_free(first);
+    fr_batch_seal(b);
+    *out = b;
+    return 0;
+fail:
+    fr_free(first);
     fr_batch_free(b);
     return rc;
 }

@@ -174,9 +174,9 @@ typedef int (*fr_log_batch_fn)(void *ctx, fr_batch *batch, const int64_t *offset
                                const uint8_t *change_types, int64_t commit_ts, fr_error *err);
 
 /* Reads from r->from_offset to the end (or the limits): batches whose statistics rule the
- * filter out are skipped without decoding (and without a callback); the others are
- * projected (of the columns that the projection and the filter need) in their encoded form,
- * decoded, filtered and projected. *next_offset is where the next read should start.
+ * filter out are skipped without decoding (and without a callback); of the others only the
+ * columns that the projection and the filter need are decoded (their buffers copied or
+ * decompressed straight from the segment), then filtered and projected. *next_offset is where the next read should start.
  * max_bytes <= 0 means no byte limit; max_records 0 reads nothing. Columns must be distinct
  * and in range (FR_EINVAL). A from_offset outside start..end is FR_ERANGE. A batch written
  * with another schema id than r->schema's ends the read before it; when it is the first

@@ -97,7 +97,6 @@ typedef struct log_reader {
     fr_arena *arena;
     const fr_expr *filter;   /* bound to the decoded batch's columns */
     fr_column_stats *stats;
-    fr_buf ipc;
     uint8_t *keep;
     int64_t *offsets;
     uint8_t *change_types;
@@ -206,7 +205,6 @@ static void reader_free(log_reader *rd)
     fr_free(rd->stats);
     fr_schema_free(rd->proj_schema);
     if (rd->arena) fr_arena_free(rd->arena);
-    fr_buf_free(&rd->ipc);
     fr_free(rd->keep);
     fr_free(rd->offsets);
     fr_free(rd->change_types);
@@ -236,10 +234,10 @@ static int decode_batch(log_reader *rd, const fr_rb_view *v, fr_batch **out, fr_
     const fr_log_read *r = rd->r;
     size_t used;
     if (rd->project_ipc) {
-        fr_buf_reset(&rd->ipc);
-        FR_TRY(fr_ipc_project(v->ipc, (size_t)v->ipc_length, r->schema, rd->needed,
-                              rd->nneeded, &rd->ipc, err));
-        FR_TRY(fr_ipc_read_batch(rd->ipc.data, rd->ipc.len, rd->proj_schema, out, &used, err));
+        /* Only the needed columns' buffers are copied or decompressed, straight from the
+         * mapped segment. */
+        FR_TRY(fr_ipc_read_batch_columns(v->ipc, (size_t)v->ipc_length, r->schema, rd->needed,
+                                         rd->nneeded, rd->proj_schema, out, err));
     } else {
         FR_TRY(fr_ipc_read_batch(v->ipc, (size_t)v->ipc_length, r->schema, out, &used, err));
     }
@@ -261,6 +259,16 @@ static int select_rows(log_reader *rd, const fr_batch *b, const fr_rb_view *v, i
     int64_t rows = v->record_count;
     size_t nbytes = (size_t)(rows + 7) / 8;
     int64_t kept;
+    int64_t allowed = rd->r->max_records >= 0 ? rd->r->max_records - rd->returned : INT64_MAX;
+    if (!rd->filter && from <= v->base_offset && allowed >= rows) {
+        /* The whole batch: no bitmap to build or walk (the caller does not filter when
+         * every row is kept), and the offsets follow from the base offset. */
+        for (int64_t i = 0; i < rows; i++) rd->offsets[i] = v->base_offset + i;
+        *kept_out = rows;
+        *last = rows - 1;
+        *limited = false;
+        return FR_OK;
+    }
     if (rd->filter) {
         memset(rd->keep, 0, nbytes);
         FR_TRY(fr_expr_filter(rd->filter, b, rd->keep, &kept, err));
@@ -269,7 +277,6 @@ static int select_rows(log_reader *rd, const fr_batch *b, const fr_rb_view *v, i
     }
     int64_t skip = from > v->base_offset ? from - v->base_offset : 0;
     for (int64_t i = 0; i < skip; i++) rd->keep[i >> 3] &= (uint8_t) ~(1u << (i & 7));
-    int64_t allowed = rd->r->max_records >= 0 ? rd->r->max_records - rd->returned : INT64_MAX;
     kept = 0;
     *last = -1;
     *limited = false;
@@ -327,8 +334,12 @@ static int read_one(log_reader *rd, const fr_rb_view *v, int64_t from, int64_t *
     rd->delivered = true;
     fr_batch *give = b;
     b = NULL;
-    rc = rd->fn(rd->ctx, give, rd->offsets, v->change_types ? rd->change_types : NULL,
-                v->commit_timestamp, err);
+    /* When every row is kept, the batch's own change-type vector (in the mapped segment,
+     * which the read holds) serves as it is. */
+    const uint8_t *cts = !v->change_types ? NULL
+                         : kept == v->record_count ? v->change_types
+                                                   : rd->change_types;
+    rc = rd->fn(rd->ctx, give, rd->offsets, cts, v->commit_timestamp, err);
     if (rc < 0) {
         if (err && err->code == 0) fr_fail(err, rc, "log read: the batch callback failed");
         return rc;
@@ -386,7 +397,6 @@ int fr_log_read_batches(fr_log *log, const fr_log_read *r, fr_log_batch_fn fn, v
                         int64_t *next_offset, fr_error *err)
 {
     log_reader rd = { .log = log, .r = r, .fn = fn, .ctx = ctx };
-    fr_buf_init(&rd.ipc);
     int64_t offset = r->from_offset;
     *next_offset = offset;
     int rc = reader_setup(&rd, err);

@@ -1,6 +1,7 @@
 /* fuzz_arrow_ipc.c — feeds arbitrary bytes to the Arrow IPC decoders: as a whole stream
- * (schema from the stream), as a bare RecordBatch message of a fixed schema, and through
- * projection of such a message. Whatever decodes is then used the way the engine uses it:
+ * (schema from the stream), as a bare RecordBatch message of a fixed schema, through
+ * projection of such a message, and some of its columns alone (which must agree with the
+ * projection). Whatever decodes is then used the way the engine uses it:
  * every cell read, the batch re-encoded and decoded again (it must give the same cells),
  * exported and imported through the C Data Interface. */
 #include <stdio.h>
@@ -96,16 +97,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const int cols[] = {7, 3};
     fr_buf out;
     fr_buf_init(&out);
+    fr_schema *ps = NULL;
+    if (fr_schema_project(fixed, cols, 2, &ps, &err) != 0) fuzz_fail("projecting the schema", &err);
+    /* Decoding the two columns straight from the message must agree with decoding the
+     * projected message: both or neither succeed, with the same cells. */
+    fr_batch *direct = NULL;
+    int direct_rc = fr_ipc_read_batch_columns(data, size, fixed, cols, 2, ps, &direct, &err);
     if (fr_ipc_project(data, size, fixed, cols, 2, &out, &err) == 0) {
-        fr_schema *ps = NULL;
-        if (fr_schema_project(fixed, cols, 2, &ps, &err) != 0) fuzz_fail("projecting the schema", &err);
         fr_batch *pb = NULL;
         if (fr_ipc_read_batch(out.data, out.len, ps, &pb, &used, &err) == 0) {
-            fuzz_touch(pb);
+            if (direct_rc != 0 || fuzz_touch(pb) != fuzz_touch(direct))
+                fuzz_fail("columns decoded from the whole message", direct_rc ? &err : NULL);
             fr_batch_free(pb);
+        } else if (direct_rc == 0) {
+            fuzz_fail("columns decoded from the whole message where the projection fails", NULL);
         }
-        fr_schema_free(ps);
+    } else if (direct_rc == 0) {
+        fuzz_fail("columns decoded from a message that does not project", NULL);
     }
+    fr_batch_free(direct);
+    fr_schema_free(ps);
     fr_buf_free(&out);
     return 0;
 }

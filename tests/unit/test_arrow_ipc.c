@@ -239,6 +239,12 @@ static void test_project(void **state)
             assert_int_equal(tu_check(decoded, &m, cols, n, NULL), 0);
             assert_int_equal(fr_batch_num_rows(expect), fr_batch_num_rows(decoded));
             fr_batch_free(decoded);
+            /* The same columns decoded straight from the whole message. */
+            if (fr_ipc_read_batch_columns(whole.data, whole.len, s, cols, n, ps, &decoded, &err) < 0)
+                fail_msg("columns of the whole message: %s", err.msg);
+            assert_int_equal(tu_check(decoded, &m, cols, n, NULL), 0);
+            assert_int_equal(fr_batch_num_rows(decoded), fr_batch_num_rows(expect));
+            fr_batch_free(decoded);
             fr_batch_free(expect);
             fr_schema_free(ps);
         }
@@ -247,6 +253,26 @@ static void test_project(void **state)
         assert_int_equal(fr_ipc_project(whole.data, whole.len, s, &bad, 1, &proj, &err), FR_EINVAL);
         assert_int_equal(fr_ipc_project(whole.data, whole.len, s, twice, 2, &proj, &err), FR_EINVAL);
         assert_int_equal(proj.len, before);
+        /* Columns outside the schema, twice, or an output schema that is not the projection. */
+        fr_schema *ps;
+        fr_batch *none = NULL;
+        int pair[2] = {4, 5};
+        assert_int_equal(fr_schema_project(s, pair, 2, &ps, &err), 0);
+        assert_int_equal(fr_ipc_read_batch_columns(whole.data, whole.len, s, twice, 2, ps, &none, &err),
+                         FR_EINVAL);
+        int swapped[2] = {5, 4};
+        assert_int_equal(fr_ipc_read_batch_columns(whole.data, whole.len, s, swapped, 2, ps, &none, &err),
+                         FR_EINVAL);
+        assert_int_equal(fr_ipc_read_batch_columns(whole.data, whole.len, s, pair, 1, ps, &none, &err),
+                         FR_EINVAL);
+        int outside[2] = {4, 30};
+        assert_int_equal(fr_ipc_read_batch_columns(whole.data, whole.len, s, outside, 2, ps, &none, &err),
+                         FR_EINVAL);
+        /* A truncated message is corrupt, as for a full read. */
+        assert_int_equal(fr_ipc_read_batch_columns(whole.data, whole.len / 2, s, pair, 2, ps, &none, &err),
+                         FR_ECORRUPT);
+        assert_null(none);
+        fr_schema_free(ps);
     }
     fr_buf_free(&whole);
     fr_buf_free(&proj);
