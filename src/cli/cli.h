@@ -187,15 +187,18 @@ void cli_csv_record_free(cli_csv_record *rec);
 /* ---- produce's writer ------------------------------------------------------------------ */
 
 /* Appends finished batches to a table under this run's idempotent writer id (random) and
- * consecutive sequence numbers, and reports in units of the input ("line", "record"). */
+ * consecutive sequence numbers, and reports in units of the input ("line", "record"). Into
+ * a primary-key table (pk set) the batches are upserts and deletes (firth_upsert). */
 typedef struct cli_writer {
     firth_client *client; /* not owned */
     const char *table;
     const char *unit;
     bool verbose;
+    bool pk;             /* the table has a primary key */
     int64_t writer_id;
     int32_t seq;         /* of the next batch */
     int64_t written;     /* rows acknowledged so far */
+    int64_t changed;     /* primary-key table: keys whose stored row changed */
     int64_t next_first;  /* the first unit of the next batch (1-based) */
 } cli_writer;
 
@@ -205,10 +208,13 @@ void cli_writer_init(cli_writer *w, firth_client *c, const char *table, const ch
  * I/O error under the same sequence number; then prints "acknowledged <unit>s A-B (N rows)"
  * when verbose. Returns 0, or CLI_EXIT_FAILED after saying what failed. */
 int cli_writer_append(cli_writer *w, fr_batch *b, int64_t last);
+/* The same with one FIRTH_OP_* per row (NULL: all upserts), for a primary-key table. */
+int cli_writer_append_ops(cli_writer *w, fr_batch *b, const uint8_t *ops, int64_t last);
 /* Reports bad input at unit `at` ("stdin line 17: <msg>") and what was written before it.
  * Returns CLI_EXIT_FAILED. */
 int cli_writer_stop(const cli_writer *w, int64_t at, const char *msg);
-/* Prints "N rows written to TABLE" on stderr. */
+/* Prints "N rows written to TABLE" on stderr (and, for a primary-key table, how many keys
+ * changed). */
 void cli_writer_summary(const cli_writer *w);
 
 /* `firth produce --format arrow`: appends the record batches of an Arrow IPC stream read

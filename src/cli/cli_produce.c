@@ -1,13 +1,16 @@
 /* cli_produce.c — `firth produce`: its options, and the text inputs: NDJSON and CSV records
  * read from stdin, each value converted to its column's type, rows built into batches of
  * --batch-rows. Finished batches go to cli_writer.c, which appends and acknowledges them;
- * Arrow input is in cli_produce_arrow.c.
+ * Arrow input is in cli_produce_arrow.c. Into a primary-key table each record is an
+ * upsert, or a delete when its "_change_type" is "-D" or its "_delete" is true; a "-U"
+ * record (the before-image of an update) is skipped, as the update's "+U" carries the row.
  *
  * Invariants: a batch is handed over only once every row of it converted, so the first bad
  * record stops the command and nothing of its batch is written; a bad row leaves the
  * builder at the end of the previous row; line ranges are dense: batch k covers the lines
  * after batch k-1's last line up to its own last line (blank lines included). */
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -26,6 +29,11 @@ typedef struct produce_state {
     bool verbose;
     int64_t last_line;        /* the last line read into the batch being built */
     int *member_of;           /* per column: the input field holding it, or -1 */
+    bool pk;                  /* a primary-key table: records are upserts and deletes */
+    int op_member;            /* pk: the input field "_change_type" or "_delete", or -1 */
+    bool op_is_delete_flag;   /* that field is "_delete" (else "_change_type") */
+    fr_buf ops;               /* pk: one FIRTH_OP_* per row of the batch being built */
+    bool any_delete;          /* the batch being built holds a delete */
     fr_buf bytes;             /* decoded BYTES values of the current row */
     fr_buf shown;             /* a value as quoted in a message */
 } produce_state;
@@ -123,6 +131,65 @@ static int produce_convert(produce_state *st, const fr_field *f, cli_json_kind k
     return 0;
 }
 
+/* ---- upserts and deletes --------------------------------------------------------------- */
+
+/* The names of the field that makes a record a delete (a column of that name wins). */
+#define CLI_CHANGE_TYPE_FIELD "_change_type"
+#define CLI_DELETE_FIELD "_delete"
+
+enum { PRODUCE_SKIP = -1 };
+
+/* What a record into a primary-key table does: FIRTH_OP_UPSERT, FIRTH_OP_DELETE or
+ * PRODUCE_SKIP, from its "_change_type" ("+I", "+U", "+A": upsert; "-D": delete; "-U":
+ * skipped) or its "_delete" (true or false) field. */
+static int produce_op(const produce_state *st, cli_json_kind kind, const char *text,
+                      size_t len, int *op, fr_error *err)
+{
+    *op = FIRTH_OP_UPSERT;
+    if (kind == CLI_JSON_NULL) return 0;
+    if (st->op_is_delete_flag) {
+        bool t = kind == CLI_JSON_TRUE || (kind == CLI_JSON_STRING && len == 4 &&
+                                           strncasecmp(text, "true", 4) == 0);
+        bool f = kind == CLI_JSON_FALSE || (kind == CLI_JSON_STRING && len == 5 &&
+                                            strncasecmp(text, "false", 5) == 0);
+        FR_CHECK(t || f, FR_EINVAL, err, "%s must be true or false", CLI_DELETE_FIELD);
+        *op = t ? FIRTH_OP_DELETE : FIRTH_OP_UPSERT;
+        return 0;
+    }
+    bool known = kind == CLI_JSON_STRING && len == 2;
+    if (known && (memcmp(text, "+I", 2) == 0 || memcmp(text, "+U", 2) == 0 ||
+                  memcmp(text, "+A", 2) == 0))
+        return 0;
+    if (known && memcmp(text, "-D", 2) == 0)
+        *op = FIRTH_OP_DELETE;
+    else if (known && memcmp(text, "-U", 2) == 0)
+        *op = PRODUCE_SKIP;
+    else
+        return fr_fail(err, FR_EINVAL, "%s must be \"+I\", \"+U\", \"-D\" or \"-U\", not '%.*s'",
+                       CLI_CHANGE_TYPE_FIELD, (int)(len > 16 ? 16 : len), text);
+    return 0;
+}
+
+/* Whether an input field that names no column is the record's operation field; records
+ * where it is. */
+static bool produce_op_field(produce_state *st, const char *key, size_t n, int k)
+{
+    if (!st->pk) return false;
+    bool ct = n == strlen(CLI_CHANGE_TYPE_FIELD) && memcmp(key, CLI_CHANGE_TYPE_FIELD, n) == 0;
+    bool del = n == strlen(CLI_DELETE_FIELD) && memcmp(key, CLI_DELETE_FIELD, n) == 0;
+    if (!ct && !del) return false;
+    st->op_member = k;
+    st->op_is_delete_flag = del;
+    return true;
+}
+
+/* A placeholder for a NOT NULL column a delete does not give: a delete reads only the key. */
+static fr_value produce_zero(const fr_type *t)
+{
+    if (fr_type_is_varwidth(t)) return fr_value_str(*t, "", 0);
+    return fr_value_int(*t, 0);
+}
+
 /* ---- rows and batches ------------------------------------------------------------------ */
 
 /* Appends one row whose field k (for column c, k = st->member_of[c]) has the given kind and
@@ -130,6 +197,12 @@ static int produce_convert(produce_state *st, const fr_field *f, cli_json_kind k
 static int produce_row(produce_state *st, const cli_json_kind *kinds, const char *const *texts,
                        const size_t *lens, bool csv, fr_error *err)
 {
+    int op = FIRTH_OP_UPSERT;
+    if (st->op_member >= 0) {
+        int k = st->op_member;
+        FR_TRY(produce_op(st, kinds[k], texts[k], lens[k], &op, err));
+        if (op == PRODUCE_SKIP) return 0;
+    }
     fr_value *vals = fr_calloc((size_t)st->ncols, sizeof *vals);
     FR_CHECK(vals, FR_ENOMEM, err, "out of memory for a row");
     fr_buf_reset(&st->bytes);
@@ -137,7 +210,9 @@ static int produce_row(produce_state *st, const cli_json_kind *kinds, const char
     for (int c = 0; c < st->ncols && rc == 0; c++) {
         const fr_field *f = fr_schema_field(st->schema, c);
         int k = st->member_of[c];
-        if (k < 0 || kinds[k] == CLI_JSON_NULL)
+        if ((k < 0 || kinds[k] == CLI_JSON_NULL) && op == FIRTH_OP_DELETE && !f->type.nullable)
+            vals[c] = produce_zero(&f->type);
+        else if (k < 0 || kinds[k] == CLI_JSON_NULL)
             vals[c] = fr_value_null(f->type);
         else
             rc = produce_convert(st, f, kinds[k], csv, texts[k], lens[k], &vals[c], err);
@@ -148,6 +223,11 @@ static int produce_row(produce_state *st, const cli_json_kind *kinds, const char
         rc = fr_builder_append(st->bld, c, &vals[c], err);
     }
     fr_free(vals);
+    if (rc == 0 && st->pk) {
+        uint8_t o = (uint8_t)op;
+        rc = fr_buf_append(&st->ops, &o, 1, err);
+        st->any_delete |= op == FIRTH_OP_DELETE;
+    }
     if (rc < 0) fr_builder_rollback_row(st->bld);
     return rc;
 }
@@ -162,7 +242,11 @@ static int produce_flush(produce_state *st)
         cli_error("%s", err.msg);
         return CLI_EXIT_FAILED;
     }
-    return cli_writer_append(&st->w, b, st->last_line);
+    const uint8_t *ops = st->any_delete ? st->ops.data : NULL;
+    int rc = cli_writer_append_ops(&st->w, b, ops, st->last_line);
+    fr_buf_reset(&st->ops);
+    st->any_delete = false;
+    return rc;
 }
 
 /* Counts a row into the batch and appends the batch once it is full. */
@@ -203,6 +287,7 @@ static int produce_map_members(produce_state *st, const cli_json_member *m, int 
                                fr_error *err)
 {
     for (int c = 0; c < st->ncols; c++) st->member_of[c] = -1;
+    st->op_member = -1;
     for (int k = 0; k < count; k++) {
         char key[FR_NAME_BYTES_MAX + 1];
         int c = -1;
@@ -211,6 +296,10 @@ static int produce_map_members(produce_state *st, const cli_json_member *m, int 
             key[m[k].key_len] = 0;
             c = fr_schema_find(st->schema, key);
         }
+        if (c < 0 && st->op_member >= 0 && produce_op_field(st, m[k].key, m[k].key_len, k))
+            return fr_fail(err, FR_EINVAL, "a record gives %s or %s, not both",
+                           CLI_CHANGE_TYPE_FIELD, CLI_DELETE_FIELD);
+        if (c < 0 && produce_op_field(st, m[k].key, m[k].key_len, k)) continue;
         if (c < 0) {
             char all[160];
             produce_columns(st->schema, all, sizeof all);
@@ -284,6 +373,7 @@ static int produce_csv_header(produce_state *st, const cli_csv_record *rec, int 
                               fr_error *err)
 {
     for (int c = 0; c < st->ncols; c++) st->member_of[c] = -1;
+    st->op_member = -1;
     for (int k = 0; k < rec->count; k++) {
         char key[FR_NAME_BYTES_MAX + 1];
         size_t n = rec->len[k];
@@ -293,6 +383,13 @@ static int produce_csv_header(produce_state *st, const cli_csv_record *rec, int 
             memcpy(key, name, n);
             key[n] = 0;
             c = fr_schema_find(st->schema, key);
+        }
+        if (c < 0 && st->op_member >= 0 && produce_op_field(st, name, n, k))
+            return fr_fail(err, FR_EINVAL, "the header names %s or %s, not both",
+                           CLI_CHANGE_TYPE_FIELD, CLI_DELETE_FIELD);
+        if (c < 0 && produce_op_field(st, name, n, k)) {
+            col_of[k] = -1;
+            continue;
         }
         if (c < 0) {
             char all[160];
@@ -386,6 +483,12 @@ static int produce_run(produce_state *st, const char *data_dir, cli_format forma
         cli_error("%s", err.msg);
         return CLI_EXIT_FAILED;
     }
+    firth_error ferr = {0};
+    if (firth_table_is_pk(c, st->table, &st->pk, &ferr) < 0) {
+        cli_error("%s", ferr.msg);
+        return CLI_EXIT_FAILED;
+    }
+    st->w.pk = st->pk;
     if (format == CLI_FORMAT_ARROW) {
         if (isatty(STDIN_FILENO)) {
             cli_error("--format arrow reads a binary Arrow IPC stream: redirect stdin from a "
@@ -430,8 +533,8 @@ int cli_produce_main(int argc, char **argv)
     unsigned allowed = 1u << CLI_FORMAT_JSON | 1u << CLI_FORMAT_CSV | 1u << CLI_FORMAT_ARROW;
     if (format_text && (rc = cli_format_parse("produce", format_text, allowed, &format)))
         return rc;
-    produce_state st = {.table = table, .verbose = verbose, .batch_rows =
-                                                                CLI_PRODUCE_BATCH_ROWS_DEFAULT};
+    produce_state st = {.table = table, .verbose = verbose, .op_member = -1,
+                        .batch_rows = CLI_PRODUCE_BATCH_ROWS_DEFAULT};
     if (batch_rows && (rc = cli_parse_count("produce", "--batch-rows", batch_rows, 1,
                                             CLI_PRODUCE_BATCH_ROWS_MAX, &st.batch_rows)))
         return rc;
@@ -439,12 +542,14 @@ int cli_produce_main(int argc, char **argv)
     if (!table) return cli_usage_error("produce", "--table DB.TABLE is required");
     fr_buf_init(&st.bytes);
     fr_buf_init(&st.shown);
+    fr_buf_init(&st.ops);
     rc = produce_run(&st, data_dir, format);
     fr_builder_free(st.bld);
     fr_schema_free(st.schema);
     fr_free(st.member_of);
     fr_buf_free(&st.bytes);
     fr_buf_free(&st.shown);
+    fr_buf_free(&st.ops);
     if (st.w.client) firth_close(st.w.client);
     return rc;
 }

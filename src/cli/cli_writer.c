@@ -1,7 +1,7 @@
 /* cli_writer.c — the appending half of `firth produce`: hands finished batches to
- * firth_produce under this run's idempotent writer id and the next sequence number, and
- * says what is durable ("acknowledged lines A-B (N rows)") and, when the input goes bad,
- * what was and was not written.
+ * firth_produce (firth_upsert for a primary-key table) under this run's idempotent writer
+ * id and the next sequence number, and says what is durable ("acknowledged lines A-B (N
+ * rows)") and, when the input goes bad, what was and was not written.
  *
  * Invariants: an acknowledgement is printed only after firth_produce returned, when the
  * batch is durable, and stderr is flushed right after it; the ranges acknowledged are dense
@@ -35,6 +35,11 @@ void cli_writer_init(cli_writer *w, firth_client *c, const char *table, const ch
 
 int cli_writer_append(cli_writer *w, fr_batch *b, int64_t last)
 {
+    return cli_writer_append_ops(w, b, NULL, last);
+}
+
+int cli_writer_append_ops(cli_writer *w, fr_batch *b, const uint8_t *ops, int64_t last)
+{
     int64_t rows = fr_batch_num_rows(b), first = w->next_first;
     firth_batch *fb = firth_batch_wrap(b);
     if (!fb) {
@@ -43,14 +48,18 @@ int cli_writer_append(cli_writer *w, fr_batch *b, int64_t last)
         return CLI_EXIT_FAILED;
     }
     firth_error ferr = {0};
-    int64_t appended = 0;
+    int64_t appended = 0, changed = 0;
     int rc = 0;
     /* An I/O error may leave the parts of the batch for some buckets written and not the
      * others: the same (writer, sequence) again completes it, and the parts already there
      * are not appended twice. */
     for (int attempt = 0; attempt < CLI_WRITER_ATTEMPTS; attempt++) {
         if (attempt > 0) usleep(100000u << (2 * attempt)); /* 0.4 s, then 1.6 s */
-        rc = firth_produce(w->client, w->table, fb, w->writer_id, w->seq, &appended, &ferr);
+        if (w->pk)
+            rc = firth_upsert(w->client, w->table, fb, ops, NULL, w->writer_id, w->seq, &changed,
+                              &ferr);
+        else
+            rc = firth_produce(w->client, w->table, fb, w->writer_id, w->seq, &appended, &ferr);
         if (rc == 0 || (rc != FIRTH_EIO && rc != FIRTH_ENOSPC)) break;
     }
     firth_batch_free(fb);
@@ -65,6 +74,7 @@ int cli_writer_append(cli_writer *w, fr_batch *b, int64_t last)
         return CLI_EXIT_FAILED;
     }
     w->written += rows;
+    w->changed += changed;
     if (w->verbose) {
         fprintf(stderr, "acknowledged %ss %lld-%lld (%lld row%s)\n", w->unit, (long long)first,
                 (long long)last, (long long)rows, rows == 1 ? "" : "s");
@@ -90,6 +100,11 @@ int cli_writer_stop(const cli_writer *w, int64_t at, const char *msg)
 
 void cli_writer_summary(const cli_writer *w)
 {
-    fprintf(stderr, "%lld row%s written to %s\n", (long long)w->written,
-            w->written == 1 ? "" : "s", w->table);
+    if (w->pk)
+        fprintf(stderr, "%lld row%s written to %s (%lld key%s changed)\n", (long long)w->written,
+                w->written == 1 ? "" : "s", w->table, (long long)w->changed,
+                w->changed == 1 ? "" : "s");
+    else
+        fprintf(stderr, "%lld row%s written to %s\n", (long long)w->written,
+                w->written == 1 ? "" : "s", w->table);
 }
