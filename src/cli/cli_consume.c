@@ -1,9 +1,13 @@
-/* cli_consume.c — `firth consume`: reads a table's records with firth_scan (start position,
- * projection, filter, limit) and prints them as NDJSON, CSV or an Arrow IPC stream.
+/* cli_consume.c — `firth consume`: reads a table's records with firth_scan_changelog (start
+ * position, projection, filter, limit) and prints them as NDJSON, CSV or an Arrow IPC
+ * stream. A primary-key table's records are its changelog: each row gets its change type
+ * (+I, -U, +U, -D) in a _change_type column in front; a log table's rows are printed as
+ * they are.
  *
  * Invariants: the Arrow stream is schema message, record batches, end-of-stream marker, and
- * its schema is the projected table schema (with _bucket and _offset in front when asked),
- * which every batch matches; CSV output always has its header line, even with no rows. */
+ * its schema is the projected table schema (with _change_type, then _bucket and _offset in
+ * front when they apply), which every batch matches; CSV output always has its header line,
+ * even with no rows. */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,11 +18,13 @@
 typedef struct consume_state {
     cli_format format;
     bool with_offsets;
+    bool change_type;     /* a primary-key table: _change_type goes in front */
+    bool decorate;        /* columns are added in front of the rows (built here) */
     fr_compression codec;
     bool begun;           /* the header (CSV) or schema message (arrow) is out */
     cli_printer *printer; /* json, csv */
-    fr_schema *schema;    /* what is printed: the projection, with offsets for arrow */
-    fr_builder *bld;      /* arrow --with-offsets: batches with the two columns added */
+    fr_schema *schema;    /* what is printed when decorating: the added columns and the rows' */
+    fr_builder *bld;      /* decorating: batches with the columns added */
     fr_buf out;
     bool failed;
     fr_error err;
@@ -83,55 +89,89 @@ static int consume_project(const fr_schema *table, const char *columns, const ch
     return fr_schema_project(table, cols, n, out, err);
 }
 
-/* The Arrow schema with _bucket (INT) and _offset (BIGINT) in front. */
-static int consume_offsets_schema(const fr_schema *s, fr_schema **out, fr_error *err)
+/* The columns added in front of the rows: _change_type (STRING) for a primary-key table,
+ * then _bucket (INT) and _offset (BIGINT) when asked. */
+static int consume_lead(const consume_state *st)
 {
-    int n = fr_schema_num_fields(s);
-    FR_CHECK(n + 2 <= FR_SCHEMA_COLUMNS_MAX, FR_ELIMIT, err, "too many columns");
-    fr_field *f = fr_calloc((size_t)n + 2, sizeof *f);
+    return (st->change_type ? 1 : 0) + (st->with_offsets ? 2 : 0);
+}
+
+static int consume_decorated_schema(const consume_state *st, const fr_schema *s, fr_schema **out,
+                                    fr_error *err)
+{
+    int n = fr_schema_num_fields(s), lead = consume_lead(st), k = 0;
+    FR_CHECK(n + lead <= FR_SCHEMA_COLUMNS_MAX, FR_ELIMIT, err, "too many columns");
+    fr_field *f = fr_calloc((size_t)(n + lead), sizeof *f);
     FR_CHECK(f, FR_ENOMEM, err, "out of memory");
-    f[0] = (fr_field){.name = "_bucket", .type = fr_type_of(FR_T_INT)};
-    f[1] = (fr_field){.name = "_offset", .type = fr_type_of(FR_T_BIGINT)};
-    f[0].type.nullable = f[1].type.nullable = false;
-    for (int i = 0; i < n; i++) f[i + 2] = *fr_schema_field(s, i);
-    int rc = fr_schema_new(f, n + 2, 0, out, err);
+    if (st->change_type) f[k++] = (fr_field){.name = "_change_type", .type = fr_type_of(FR_T_STRING)};
+    if (st->with_offsets) {
+        f[k++] = (fr_field){.name = "_bucket", .type = fr_type_of(FR_T_INT)};
+        f[k++] = (fr_field){.name = "_offset", .type = fr_type_of(FR_T_BIGINT)};
+    }
+    for (int i = 0; i < lead; i++) f[i].type.nullable = false;
+    for (int i = 0; i < n; i++) f[lead + i] = *fr_schema_field(s, i);
+    int rc = fr_schema_new(f, n + lead, 0, out, err);
     fr_free(f);
     return rc;
 }
 
-/* b with the _bucket and _offset columns added in front (built cell by cell: this path is
- * for inspection, not throughput). */
-static int consume_add_offsets(consume_state *st, const fr_batch *b, int bucket,
-                               const int64_t *offsets, fr_batch **out, fr_error *err)
+/* b with the added columns in front (built cell by cell: this path is for inspection, not
+ * throughput). */
+static int consume_decorate(consume_state *st, const fr_batch *b, int bucket,
+                            const int64_t *offsets, const uint8_t *changes, fr_batch **out,
+                            fr_error *err)
 {
+    int lead = consume_lead(st);
     for (int64_t r = 0; r < fr_batch_num_rows(b); r++) {
-        FR_TRY(fr_builder_append_i64(st->bld, 0, bucket, err));
-        FR_TRY(fr_builder_append_i64(st->bld, 1, offsets[r], err));
+        int k = 0;
+        if (st->change_type) {
+            const char *name = firth_change_name(changes ? changes[r] : FIRTH_CHANGE_APPEND);
+            FR_TRY(fr_builder_append_bytes(st->bld, k++, name, strlen(name), err));
+        }
+        if (st->with_offsets) {
+            FR_TRY(fr_builder_append_i64(st->bld, k++, bucket, err));
+            FR_TRY(fr_builder_append_i64(st->bld, k++, offsets[r], err));
+        }
         for (int i = 0; i < fr_batch_num_columns(b); i++) {
             fr_value v;
             fr_column_get(fr_batch_column(b, i), r, &v);
-            FR_TRY(fr_builder_append(st->bld, i + 2, &v, err));
+            FR_TRY(fr_builder_append(st->bld, lead + i, &v, err));
         }
     }
     return fr_builder_finish(st->bld, out, err);
 }
 
-static int consume_arrow_batch(consume_state *st, const fr_batch *b, int bucket,
-                               const int64_t *offsets, fr_error *err)
+/* Prints the rows of b (taken). */
+static int consume_print(consume_state *st, firth_batch *batch, int bucket,
+                         const int64_t *offsets, const uint8_t *changes, fr_error *err)
 {
+    const fr_batch *b = firth_batch_unwrap(batch);
     fr_batch *with = NULL;
-    if (st->with_offsets) FR_TRY(consume_add_offsets(st, b, bucket, offsets, &with, err));
-    fr_buf_reset(&st->out);
-    int rc = fr_ipc_write_batch(with ? with : b, st->codec, &st->out, err);
+    int rc = st->decorate ? consume_decorate(st, b, bucket, offsets, changes, &with, err) : 0;
+    if (rc == 0 && st->format == CLI_FORMAT_ARROW) {
+        fr_buf_reset(&st->out);
+        rc = fr_ipc_write_batch(with ? with : b, st->codec, &st->out, err);
+        if (rc == 0) rc = cli_write(stdout, &st->out, err);
+    } else if (rc == 0 && with) {
+        firth_batch *fw = firth_batch_wrap(with);
+        if (!fw) rc = fr_fail(err, FR_ENOMEM, "out of memory");
+        if (fw) rc = cli_printer_rows(st->printer, fw, bucket, NULL, err);
+        with = fw ? NULL : with;
+    } else if (rc == 0) {
+        rc = cli_printer_rows(st->printer, batch, bucket, st->with_offsets ? offsets : NULL, err);
+        batch = NULL;
+    }
     fr_batch_free(with);
-    FR_TRY(rc);
-    return cli_write(stdout, &st->out, err);
+    firth_batch_free(batch);
+    return rc;
 }
 
 static int consume_begin(consume_state *st, const fr_schema *projected, fr_error *err);
 
-static int consume_on_batch(void *ctx, int bucket, firth_batch *batch, const int64_t *offsets)
+static int consume_on_batch(void *ctx, int bucket, firth_batch *batch, const int64_t *offsets,
+                            const uint8_t *changes, int64_t commit_ms)
 {
+    (void)commit_ms;
     consume_state *st = ctx;
     const fr_batch *b = firth_batch_unwrap(batch);
     int rc = 0;
@@ -141,31 +181,28 @@ static int consume_on_batch(void *ctx, int bucket, firth_batch *batch, const int
         rc = consume_begin(st, fr_batch_schema(b), &st->err);
         st->begun = rc == 0;
     }
-    if (rc < 0 || fr_batch_num_rows(b) == 0) {
+    if (rc < 0 || fr_batch_num_rows(b) == 0)
         firth_batch_free(batch);
-    } else if (st->format == CLI_FORMAT_ARROW) {
-        rc = consume_arrow_batch(st, b, bucket, offsets, &st->err);
-        firth_batch_free(batch);
-    } else {
-        rc = cli_printer_rows(st->printer, batch, bucket, st->with_offsets ? offsets : NULL,
-                              &st->err);
-    }
+    else
+        rc = consume_print(st, batch, bucket, offsets, changes, &st->err);
     if (rc < 0) st->failed = true;
     return rc < 0;
 }
 
 static int consume_begin(consume_state *st, const fr_schema *projected, fr_error *err)
 {
-    if (st->format != CLI_FORMAT_ARROW)
-        return cli_printer_new(st->format, projected, stdout, st->with_offsets, &st->printer,
-                               err);
-    if (st->with_offsets) {
-        FR_TRY(consume_offsets_schema(projected, &st->schema, err));
+    /* A log table's JSON and CSV rows get _bucket and _offset from the printer itself. */
+    st->decorate = st->change_type || (st->with_offsets && st->format == CLI_FORMAT_ARROW);
+    if (st->decorate) {
+        FR_TRY(consume_decorated_schema(st, projected, &st->schema, err));
         FR_TRY(fr_builder_new(st->schema, &st->bld, err));
     } else {
         st->schema = fr_schema_clone(projected);
         FR_CHECK(st->schema, FR_ENOMEM, err, "out of memory");
     }
+    if (st->format != CLI_FORMAT_ARROW)
+        return cli_printer_new(st->format, st->schema, stdout,
+                               st->with_offsets && !st->decorate, &st->printer, err);
     FR_TRY(fr_ipc_write_schema(st->schema, &st->out, err));
     return cli_write(stdout, &st->out, err);
 }
@@ -187,7 +224,11 @@ static int consume_run(consume_state *st, firth_client *c, const char *table,
     int rc = CLI_EXIT_FAILED;
     fr_error err = {0};
     firth_error ferr = {0};
-    if (firth_scan(c, table, o, consume_on_batch, st, &ferr) < 0 && !st->failed) {
+    if (firth_table_is_pk(c, table, &st->change_type, &ferr) < 0) {
+        cli_error("%s", ferr.msg);
+        goto done;
+    }
+    if (firth_scan_changelog(c, table, o, consume_on_batch, st, &ferr) < 0 && !st->failed) {
         /* A message with a position comes from parsing the predicate: say which text. */
         bool in_where = o->where && strncmp(ferr.msg, "line ", 5) == 0;
         cli_error("%s%s", in_where ? "--where: " : "", ferr.msg);
