@@ -264,8 +264,16 @@ static int report(const sql_stmt *st, const dml_plan *p, int64_t matched, int64_
                                changed == 1 ? "" : "s", verb);
     char merge[64];
     sql_table_merge_engine(p->table, merge, sizeof merge);
-    return sql_end_message(sink, err, "%lld row%s %s (%lld matched; the others were left as "
-                           "they are by the table's merge engine %s or delete behavior)",
+    const char *behavior = sql_table_option(p->table, "table.delete.behavior");
+    bool ignores = behavior ? strcasecmp(behavior, "ignore") == 0
+                            : strcmp(merge, "last_row") != 0;
+    if (st->kind == SQL_DELETE && ignores)
+        return sql_end_message(sink, err, "%lld row%s deleted (%lld matched; the table ignores "
+                               "deletes: 'table.delete.behavior' is 'ignore'%s)",
+                               (long long)changed, changed == 1 ? "" : "s", (long long)matched,
+                               behavior ? "" : " by default with this merge engine");
+    return sql_end_message(sink, err, "%lld row%s %s (%lld matched; a row the %s merge engine "
+                           "leaves as it is changes nothing)",
                            (long long)changed, changed == 1 ? "" : "s", verb, (long long)matched,
                            merge);
 }
