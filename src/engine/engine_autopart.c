@@ -313,22 +313,25 @@ static int create_coming(fr_engine *e, fr_table *t, int64_t now_ms, fr_error *er
     return rc;
 }
 
+int fr_autop_table_locked(fr_engine *e, fr_table *t, int64_t now_ms, fr_error *err)
+{
+    if (!t->conf.autop.enabled) return FR_OK;
+    int rc = drop_expired(e, t, now_ms, err);
+    if (rc == FR_OK) rc = create_coming(e, t, now_ms, err);
+    if (rc < 0) FR_WARN("auto-partitioning of table %s: %s", t->qname, err ? err->msg : "");
+    return rc;
+}
+
 int fr_engine_auto_partition_pass(fr_engine *e, int64_t now_ms, fr_error *err)
 {
     int rc = FR_OK;
     pthread_mutex_lock(&e->mu);
     for (int i = 0; i < e->ntables; i++) {
-        fr_table *t = e->tables[i];
-        if (!t->conf.autop.enabled) continue;
         fr_error e2 = {0};
-        int r = drop_expired(e, t, now_ms, &e2);
-        if (r == FR_OK) r = create_coming(e, t, now_ms, &e2);
-        if (r < 0) {
-            FR_WARN("auto-partitioning of table %s: %s", t->qname, e2.msg);
-            if (rc == FR_OK) {
-                rc = r;
-                if (err) *err = e2;
-            }
+        int r = fr_autop_table_locked(e, e->tables[i], now_ms, &e2);
+        if (r < 0 && rc == FR_OK) {
+            rc = r;
+            if (err) *err = e2;
         }
     }
     pthread_mutex_unlock(&e->mu);

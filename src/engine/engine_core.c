@@ -544,8 +544,12 @@ static int add_table_locked(fr_engine *e, const char *db, const char *name,
     if (rc < 0) {
         e->next_table_id--;
         fr_table_release(take_table(e, e->ntables - 1));
+        return rc;
     }
-    return rc;
+    /* As Fluss, an auto-partitioned table gets its partitions at once. */
+    fr_error aerr = {0};
+    fr_autop_table_locked(e, t, fr_now_ms(), &aerr);
+    return FR_OK;
 }
 
 int fr_engine_create_table(fr_engine *e, const fr_table_spec *spec, bool if_not_exists,

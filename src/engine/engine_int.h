@@ -239,6 +239,8 @@ int fr_engine_add_part_locked(fr_engine *e, fr_table *t, char *const *values,
 int fr_engine_drop_part_locked(fr_engine *e, fr_table *t, int64_t id, const char *why,
                                fr_error *err);
 
+/* The auto-partition pass of one table (e->mu held), run when the table is created. */
+int fr_autop_table_locked(fr_engine *e, fr_table *t, int64_t now_ms, fr_error *err);
 /* The auto-partition pass over every table as of now_ms (engine_autopart.c). */
 int fr_engine_auto_partition_pass(fr_engine *e, int64_t now_ms, fr_error *err);
 /* Checks a new partition's time value against the auto-partition rules (format; not older

@@ -456,7 +456,12 @@ int fr_pkopt_finish(const fr_schema *s, fr_table_conf *c, fr_error *err)
 {
     FR_TRY(finish_bucket_key(s, c, err));
     FR_TRY(finish_merge(s, c, err));
-    return finish_auto_partition(s, c, err);
+    FR_TRY(finish_auto_partition(s, c, err));
+    if (c->npk == 0) return FR_OK;
+    /* The KV store's own check, so that what CREATE TABLE accepts always opens. */
+    fr_kv_spec spec;
+    fr_pkopt_kv_spec(s, c, &spec);
+    return fr_kv_spec_check(&spec, err);
 }
 
 void fr_pkopt_kv_spec(const fr_schema *s, const fr_table_conf *c, fr_kv_spec *out)

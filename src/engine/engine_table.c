@@ -224,14 +224,14 @@ static int json_fail(fr_error *err, const char *what)
     return fr_fail(err, FR_ENOMEM, "out of memory building %s", what);
 }
 
-static json_t *buckets_json(fr_table *t)
+static json_t *buckets_json(fr_table *t, fr_tpart *p)
 {
     json_t *arr = json_array();
-    for (int b = 0; arr && b < t->conf.nbuckets; b++) {
+    for (int b = 0; arr && b < t->conf.nbuckets && (p || t->conf.npart == 0); b++) {
         fr_log *log = NULL;
         fr_error err = {0};
         int64_t start = 0, end = 0, bytes = 0;
-        if (fr_table_get_log_if_exists(t, b, &log, &err) == FR_OK && log) {
+        if (fr_tpart_log(t, p, b, true, &log, &err) == FR_OK && log) {
             start = fr_log_start_offset(log);
             end = fr_log_end_offset(log);
             bytes = fr_log_size_bytes(log);
@@ -245,6 +245,58 @@ static json_t *buckets_json(fr_table *t)
         }
     }
     return arr;
+}
+
+static json_t *columns_json(const fr_table *t, const int *cols, int n)
+{
+    json_t *arr = json_array();
+    for (int i = 0; arr && i < n; i++)
+        json_array_append_new(arr, json_string(fr_schema_field(fr_table_schema(t), cols[i])->name));
+    return arr;
+}
+
+static json_t *partitions_json(fr_table *t)
+{
+    fr_tpart **parts = NULL;
+    int n = 0;
+    fr_error err = {0};
+    if (fr_table_parts_snapshot(t, &parts, &n, &err) < 0) return NULL;
+    json_t *arr = json_array();
+    for (int i = 0; arr && i < n; i++) {
+        json_t *values = json_array();
+        for (int k = 0; values && k < parts[i]->info.nvalues; k++)
+            json_array_append_new(values, json_string(parts[i]->info.values[k]));
+        json_t *o = json_pack("{s:I, s:s, s:o*, s:I, s:o*}", "id",
+                              (json_int_t)parts[i]->info.id, "name", parts[i]->info.name,
+                              "values", values, "created_ms",
+                              (json_int_t)parts[i]->info.created_ms, "buckets",
+                              buckets_json(t, parts[i]));
+        if (!o || json_array_append_new(arr, o) < 0) {
+            json_decref(arr);
+            arr = NULL;
+        }
+    }
+    fr_tparts_release(parts, n);
+    return arr;
+}
+
+/* The members of primary-key and partitioned tables, added to root. */
+static int keys_json(fr_table *t, json_t *root)
+{
+    int bad = 0;
+    bad |= json_object_set_new(root, "primary_key", columns_json(t, t->conf.pk, t->conf.npk));
+    bad |= json_object_set_new(root, "partition_keys",
+                               columns_json(t, t->conf.part, t->conf.npart));
+    if (t->conf.npk > 0) {
+        bad |= json_object_set_new(root, "merge_engine",
+                                   json_string(fr_merge_engine_name(t->conf.merge)));
+        bad |= json_object_set_new(root, "delete_behavior",
+                                   json_string(fr_delete_behavior_name(t->conf.delete_behavior)));
+        bad |= json_object_set_new(root, "changelog_image",
+                                   json_string(fr_changelog_image_name(t->conf.image)));
+    }
+    if (t->conf.npart > 0) bad |= json_object_set_new(root, "partitions", partitions_json(t));
+    return bad ? FR_ENOMEM : FR_OK;
 }
 
 int fr_table_to_json(const fr_table *ct, char **out, fr_error *err)
@@ -270,8 +322,11 @@ int fr_table_to_json(const fr_table *ct, char **out, fr_error *err)
         "bucket_num", t->conf.nbuckets, "bucket_key", key ? key : json_null(), "compression",
         fr_compression_name(t->conf.compression), "log_ttl_ms", (json_int_t)t->conf.ttl_ms,
         "log_retention_bytes", (json_int_t)t->conf.retention_bytes, "buckets",
-        buckets_json(t));
-    if (!root) return json_fail(err, "table JSON");
+        buckets_json(t, NULL));
+    if (!root || keys_json(t, root) < 0) {
+        json_decref(root);
+        return json_fail(err, "table JSON");
+    }
     char *text = json_dumps(root, JSON_INDENT(2));
     json_decref(root);
     if (!text) return json_fail(err, "table JSON");
