@@ -25,12 +25,14 @@ typedef struct fr_rpc_at {
     long index;        /* -1: not an element of a list */
 } fr_rpc_at;
 
-static fr_rpc_at fr_rpc_at_item(const fr_rpc_at *at, const char *field, long i) {
-    return (fr_rpc_at){at, field, i};
+static fr_rpc_at fr_rpc_at_item(const fr_rpc_at *at, const char *field, long i)
+{
+    return (fr_rpc_at){ at, field, i };
 }
 
 /* Appends at's path to buf (cap bytes, NUL-terminated, cut short when full). */
-static size_t fr_rpc_at_format(const fr_rpc_at *at, char *buf, size_t cap) {
+static size_t fr_rpc_at_format(const fr_rpc_at *at, char *buf, size_t cap)
+{
     size_t n = at->up ? fr_rpc_at_format(at->up, buf, cap) : 0;
     char part[96];
     int k = at->up ? snprintf(part, sizeof part, ": %.60s[%ld]", at->field, at->index)
@@ -42,8 +44,9 @@ static size_t fr_rpc_at_format(const fr_rpc_at *at, char *buf, size_t cap) {
     return n + len;
 }
 
-__attribute__((format(printf, 4, 5))) static int
-fr_rpc_fail_at(const fr_rpc_at *at, int code, fr_error *err, const char *fmt, ...) {
+__attribute__((format(printf, 4, 5))) static int fr_rpc_fail_at(const fr_rpc_at *at, int code,
+                                                                fr_error *err, const char *fmt, ...)
+{
     char path[FR_ERROR_MSG_MAX], msg[FR_ERROR_MSG_MAX];
     fr_rpc_at_format(at, path, sizeof path);
     va_list ap;
@@ -60,7 +63,8 @@ fr_rpc_fail_at(const fr_rpc_at *at, int code, fr_error *err, const char *fmt, ..
     } while (0)
 
 static int fr_rpc_check_string(const fr_rpc_at *at, const char *field, const char *s, bool required,
-                               size_t max, fr_error *err) {
+                               size_t max, fr_error *err)
+{
     size_t n = s ? strlen(s) : 0;
     FR_RPC_CHECK(n > 0 || !required, FR_EINVAL, at, err, "%s is missing", field);
     /* A name too long is a bad name; a text too long (SQL, JSON) is over a limit. */
@@ -69,25 +73,29 @@ static int fr_rpc_check_string(const fr_rpc_at *at, const char *field, const cha
     return 0;
 }
 
-static int fr_rpc_check_name(const fr_rpc_at *at, const char *field, const char *s, fr_error *err) {
+static int fr_rpc_check_name(const fr_rpc_at *at, const char *field, const char *s, fr_error *err)
+{
     return fr_rpc_check_string(at, field, s, true, FR_RPC_NAME_BYTES_MAX, err);
 }
 
 static int fr_rpc_check_count(const fr_rpc_at *at, const char *field, size_t n, bool required,
-                              size_t max, fr_error *err) {
+                              size_t max, fr_error *err)
+{
     FR_RPC_CHECK(n > 0 || !required, FR_EINVAL, at, err, "%s is empty", field);
     FR_RPC_CHECK(n <= max, FR_ELIMIT, at, err, "%zu %s exceed the limit of %zu", n, field, max);
     return 0;
 }
 
-static int fr_rpc_check_path(const fr_rpc_at *at, const Firth__TablePath *p, fr_error *err) {
+static int fr_rpc_check_path(const fr_rpc_at *at, const Firth__TablePath *p, fr_error *err)
+{
     FR_RPC_CHECK(p, FR_EINVAL, at, err, "the table path is missing");
     FR_TRY(fr_rpc_check_name(at, "database", p->database, err));
     return fr_rpc_check_name(at, "table", p->table, err);
 }
 
 static int fr_rpc_check_table_ref(const fr_rpc_at *at, const Firth__TablePath *p, int64_t table_id,
-                                  fr_error *err) {
+                                  fr_error *err)
+{
     FR_TRY(fr_rpc_check_path(at, p, err));
     FR_RPC_CHECK(table_id >= 0, FR_EINVAL, at, err, "table id %lld is negative",
                  (long long)table_id);
@@ -95,7 +103,8 @@ static int fr_rpc_check_table_ref(const fr_rpc_at *at, const Firth__TablePath *p
 }
 
 static int fr_rpc_check_bucket(const fr_rpc_at *at, int64_t partition_id, int32_t bucket,
-                               fr_error *err) {
+                               fr_error *err)
+{
     FR_RPC_CHECK(partition_id >= -1, FR_EINVAL, at, err,
                  "partition id %lld is neither -1 (no partitions) nor a partition's id",
                  (long long)partition_id);
@@ -104,7 +113,8 @@ static int fr_rpc_check_bucket(const fr_rpc_at *at, int64_t partition_id, int32_
 }
 
 static int fr_rpc_check_columns(const fr_rpc_at *at, const char *field, size_t n,
-                                const int32_t *cols, fr_error *err) {
+                                const int32_t *cols, fr_error *err)
+{
     FR_TRY(fr_rpc_check_count(at, field, n, false, FR_RPC_COLUMNS_MAX, err));
     for (size_t i = 0; i < n; i++)
         FR_RPC_CHECK(cols[i] >= 0 && cols[i] < FR_RPC_COLUMNS_MAX, FR_EINVAL, at, err,
@@ -115,7 +125,8 @@ static int fr_rpc_check_columns(const fr_rpc_at *at, const char *field, size_t n
 
 /* A bytes field that holds one record batch: present and within one batch's limit. */
 static int fr_rpc_check_batch(const fr_rpc_at *at, const char *field, ProtobufCBinaryData b,
-                              fr_error *err) {
+                              fr_error *err)
+{
     FR_RPC_CHECK(b.len > 0, FR_EINVAL, at, err, "%s is empty (one record batch expected)", field);
     FR_RPC_CHECK(b.len <= FR_RPC_RECORDS_BYTES_MAX, FR_ELIMIT, at, err,
                  "%s of %zu bytes exceeds the record batch limit of %d bytes", field, b.len,
@@ -123,7 +134,8 @@ static int fr_rpc_check_batch(const fr_rpc_at *at, const char *field, ProtobufCB
     return 0;
 }
 
-static int fr_rpc_check_writer(const fr_rpc_at *at, int64_t writer_id, fr_error *err) {
+static int fr_rpc_check_writer(const fr_rpc_at *at, int64_t writer_id, fr_error *err)
+{
     FR_RPC_CHECK(writer_id >= -1, FR_EINVAL, at, err,
                  "writer id %lld is neither -1 (not idempotent) nor a writer's id",
                  (long long)writer_id);
@@ -133,7 +145,8 @@ static int fr_rpc_check_writer(const fr_rpc_at *at, int64_t writer_id, fr_error 
 /* ---- per api ---------------------------------------------------------------------------- */
 
 static int fr_rpc_check_metadata(const fr_rpc_at *at, const Firth__MetadataRequest *r,
-                                 fr_error *err) {
+                                 fr_error *err)
+{
     FR_TRY(fr_rpc_check_count(at, "tables", r->n_tables, false, FR_RPC_ITEMS_MAX, err));
     for (size_t i = 0; i < r->n_tables; i++) {
         fr_rpc_at sub = fr_rpc_at_item(at, "tables", (long)i);
@@ -143,7 +156,8 @@ static int fr_rpc_check_metadata(const fr_rpc_at *at, const Firth__MetadataReque
 }
 
 static int fr_rpc_check_names(const fr_rpc_at *at, const char *field, size_t n, char *const *names,
-                              fr_error *err) {
+                              fr_error *err)
+{
     FR_TRY(fr_rpc_check_count(at, field, n, false, FR_RPC_COLUMNS_MAX, err));
     for (size_t i = 0; i < n; i++) {
         fr_rpc_at sub = fr_rpc_at_item(at, field, (long)i);
@@ -153,7 +167,8 @@ static int fr_rpc_check_names(const fr_rpc_at *at, const char *field, size_t n, 
 }
 
 static int fr_rpc_check_create_table(const fr_rpc_at *at, const Firth__CreateTableRequest *r,
-                                     fr_error *err) {
+                                     fr_error *err)
+{
     FR_TRY(fr_rpc_check_path(at, r->path, err));
     FR_TRY(
         fr_rpc_check_string(at, "schema_json", r->schema_json, true, FR_RPC_JSON_BYTES_MAX, err));
@@ -171,7 +186,8 @@ static int fr_rpc_check_create_table(const fr_rpc_at *at, const Firth__CreateTab
 }
 
 static int fr_rpc_check_produce(const fr_rpc_at *at, const Firth__ProduceLogRequest *r,
-                                fr_error *err) {
+                                fr_error *err)
+{
     FR_TRY(fr_rpc_check_table_ref(at, r->path, r->table_id, err));
     FR_TRY(fr_rpc_check_writer(at, r->writer_id, err));
     FR_TRY(fr_rpc_check_count(at, "buckets", r->n_buckets, true, FR_RPC_ITEMS_MAX, err));
@@ -184,7 +200,8 @@ static int fr_rpc_check_produce(const fr_rpc_at *at, const Firth__ProduceLogRequ
     return 0;
 }
 
-static int fr_rpc_check_put_kv(const fr_rpc_at *at, const Firth__PutKvRequest *r, fr_error *err) {
+static int fr_rpc_check_put_kv(const fr_rpc_at *at, const Firth__PutKvRequest *r, fr_error *err)
+{
     FR_TRY(fr_rpc_check_table_ref(at, r->path, r->table_id, err));
     FR_TRY(fr_rpc_check_writer(at, r->writer_id, err));
     FR_TRY(fr_rpc_check_columns(at, "target_columns", r->n_target_columns, r->target_columns, err));
@@ -198,8 +215,8 @@ static int fr_rpc_check_put_kv(const fr_rpc_at *at, const Firth__PutKvRequest *r
     return 0;
 }
 
-static int fr_rpc_check_fetch_table(const fr_rpc_at *at, const Firth__FetchTable *t,
-                                    fr_error *err) {
+static int fr_rpc_check_fetch_table(const fr_rpc_at *at, const Firth__FetchTable *t, fr_error *err)
+{
     FR_TRY(fr_rpc_check_table_ref(at, t->path, t->table_id, err));
     FR_TRY(fr_rpc_check_columns(at, "projection", t->n_projection, t->projection, err));
     FR_TRY(fr_rpc_check_string(at, "filter", t->filter, false, FR_RPC_SQL_BYTES_MAX, err));
@@ -216,7 +233,8 @@ static int fr_rpc_check_fetch_table(const fr_rpc_at *at, const Firth__FetchTable
     return 0;
 }
 
-static int fr_rpc_check_fetch(const fr_rpc_at *at, const Firth__FetchLogRequest *r, fr_error *err) {
+static int fr_rpc_check_fetch(const fr_rpc_at *at, const Firth__FetchLogRequest *r, fr_error *err)
+{
     FR_TRY(fr_rpc_check_count(at, "tables", r->n_tables, true, FR_RPC_ITEMS_MAX, err));
     size_t buckets = 0;
     for (size_t i = 0; i < r->n_tables; i++) {
@@ -236,12 +254,14 @@ static int fr_rpc_check_fetch(const fr_rpc_at *at, const Firth__FetchLogRequest 
 
 /* Lookup and prefix lookup start alike: the table and the projection. */
 static int fr_rpc_check_keyed(const fr_rpc_at *at, const Firth__TablePath *path, int64_t table_id,
-                              size_t nproj, const int32_t *proj, fr_error *err) {
+                              size_t nproj, const int32_t *proj, fr_error *err)
+{
     FR_TRY(fr_rpc_check_table_ref(at, path, table_id, err));
     return fr_rpc_check_columns(at, "projection", nproj, proj, err);
 }
 
-static int fr_rpc_check_lookup(const fr_rpc_at *at, const Firth__LookupRequest *r, fr_error *err) {
+static int fr_rpc_check_lookup(const fr_rpc_at *at, const Firth__LookupRequest *r, fr_error *err)
+{
     FR_TRY(fr_rpc_check_keyed(at, r->path, r->table_id, r->n_projection, r->projection, err));
     FR_TRY(fr_rpc_check_count(at, "buckets", r->n_buckets, true, FR_RPC_ITEMS_MAX, err));
     for (size_t i = 0; i < r->n_buckets; i++) {
@@ -254,7 +274,8 @@ static int fr_rpc_check_lookup(const fr_rpc_at *at, const Firth__LookupRequest *
 }
 
 static int fr_rpc_check_prefix_lookup(const fr_rpc_at *at, const Firth__PrefixLookupRequest *r,
-                                      fr_error *err) {
+                                      fr_error *err)
+{
     FR_TRY(fr_rpc_check_keyed(at, r->path, r->table_id, r->n_projection, r->projection, err));
     FR_TRY(fr_rpc_check_count(at, "buckets", r->n_buckets, true, FR_RPC_ITEMS_MAX, err));
     for (size_t i = 0; i < r->n_buckets; i++) {
@@ -267,7 +288,8 @@ static int fr_rpc_check_prefix_lookup(const fr_rpc_at *at, const Firth__PrefixLo
 }
 
 static int fr_rpc_check_list_offsets(const fr_rpc_at *at, const Firth__ListOffsetsRequest *r,
-                                     fr_error *err) {
+                                     fr_error *err)
+{
     FR_TRY(fr_rpc_check_table_ref(at, r->path, r->table_id, err));
     FR_RPC_CHECK(r->spec == FIRTH__OFFSET_SPEC__OFFSET_EARLIEST ||
                      r->spec == FIRTH__OFFSET_SPEC__OFFSET_LATEST ||
@@ -284,13 +306,15 @@ static int fr_rpc_check_list_offsets(const fr_rpc_at *at, const Firth__ListOffse
     return 0;
 }
 
-static int fr_rpc_check_sql(const fr_rpc_at *at, const Firth__ExecuteSqlRequest *r, fr_error *err) {
+static int fr_rpc_check_sql(const fr_rpc_at *at, const Firth__ExecuteSqlRequest *r, fr_error *err)
+{
     FR_TRY(fr_rpc_check_string(at, "sql", r->sql, true, FR_RPC_SQL_BYTES_MAX, err));
     return fr_rpc_check_string(at, "database", r->database, false, FR_RPC_NAME_BYTES_MAX, err);
 }
 
 static int fr_rpc_check_auth(const fr_rpc_at *at, const Firth__AuthenticateRequest *r,
-                             fr_error *err) {
+                             fr_error *err)
+{
     FR_TRY(fr_rpc_check_name(at, "mechanism", r->mechanism, err));
     FR_RPC_CHECK(r->auth_bytes.len <= FR_RPC_AUTH_BYTES_MAX, FR_ELIMIT, at, err,
                  "auth_bytes of %zu bytes exceed %d bytes", r->auth_bytes.len,
@@ -298,10 +322,11 @@ static int fr_rpc_check_auth(const fr_rpc_at *at, const Firth__AuthenticateReque
     return 0;
 }
 
-int fr_rpc_request_check(fr_rpc_api api, const ProtobufCMessage *m, fr_error *err) {
+int fr_rpc_request_check(fr_rpc_api api, const ProtobufCMessage *m, fr_error *err)
+{
     const fr_rpc_api_info *info = fr_rpc_api_lookup((int)api);
     assert(info && m->descriptor == info->request);
-    fr_rpc_at at = {NULL, info->name, -1};
+    fr_rpc_at at = { NULL, info->name, -1 };
     switch (api) {
     case FR_RPC_API_VERSIONS:
         return fr_rpc_check_string(&at, "client_software",

@@ -24,13 +24,15 @@ _Static_assert(FIRTH__ERROR_CODE__TYPE_MISMATCH == -FR_ETYPE, "wire codes follow
 _Static_assert(FIRTH__ERROR_CODE__BAD_STATE == -FR_ESTATE, "wire codes follow FR_E*");
 _Static_assert(FIRTH__ERROR_CODE__DUPLICATE == -FR_EDUPLICATE, "wire codes follow FR_E*");
 
-Firth__ErrorCode fr_rpc_code_from_status(int status) {
+Firth__ErrorCode fr_rpc_code_from_status(int status)
+{
     if (status == 0) return FIRTH__ERROR_CODE__NONE;
     if (status <= FR_EINVAL && status >= FR_EDUPLICATE) return (Firth__ErrorCode)-status;
     return FIRTH__ERROR_CODE__UNKNOWN_ERROR;
 }
 
-int fr_rpc_status_from_code(int code) {
+int fr_rpc_status_from_code(int code)
+{
     if (code == FIRTH__ERROR_CODE__NONE) return 0;
     if (code >= -FR_EINVAL && code <= -FR_EDUPLICATE) return -code;
     switch (code) {
@@ -43,7 +45,8 @@ int fr_rpc_status_from_code(int code) {
     }
 }
 
-const char *fr_rpc_code_name(int code) {
+const char *fr_rpc_code_name(int code)
+{
     const ProtobufCEnumValue *v =
         protobuf_c_enum_descriptor_get_value(&firth__error_code__descriptor, code);
     return v ? v->name : "UNKNOWN_ERROR";
@@ -51,7 +54,8 @@ const char *fr_rpc_code_name(int code) {
 
 /* Finds "line N, column M: " in msg (SQL errors start with it; a caller may have prefixed
  * context) and returns its numbers, or false. */
-static bool fr_rpc_find_position(const char *msg, int *line, int *column) {
+static bool fr_rpc_find_position(const char *msg, int *line, int *column)
+{
     for (const char *s = strstr(msg, "line "); s; s = strstr(s + 1, "line ")) {
         char *end;
         long l = strtol(s + 5, &end, 10);
@@ -66,7 +70,8 @@ static bool fr_rpc_find_position(const char *msg, int *line, int *column) {
     return false;
 }
 
-void fr_rpc_error_set(Firth__Error *e, const fr_error *err) {
+void fr_rpc_error_set(Firth__Error *e, const fr_error *err)
+{
     int status = err->code < 0 ? err->code : FR_EIO;
     e->code = fr_rpc_code_from_status(status);
     e->message = (char *)err->msg;
@@ -77,7 +82,8 @@ void fr_rpc_error_set(Firth__Error *e, const fr_error *err) {
     }
 }
 
-int fr_rpc_error_get(const Firth__Error *e, const char *what, fr_error *err) {
+int fr_rpc_error_get(const Firth__Error *e, const char *what, fr_error *err)
+{
     const char *msg = e->message && e->message[0] ? e->message : fr_rpc_code_name(e->code);
     if (e->code == FIRTH__ERROR_CODE__NONE)
         return fr_fail(err, FR_EIO, "%s: an error without a code: %s", what, msg);

@@ -11,26 +11,34 @@ _Static_assert(FR_RPC_REQUEST_HEADER_BYTES == 4 + 2 + 2 + 4, "request header lay
 _Static_assert(FR_RPC_RESPONSE_HEADER_BYTES == 4 + 1 + 4, "response header layout");
 _Static_assert(FR_RPC_FRAME_BYTES_MAX_DEFAULT <= INT32_MAX, "the length field is an int32");
 
-static void fr_put_be16(uint8_t *p, uint16_t v) {
+static void fr_put_be16(uint8_t *p, uint16_t v)
+{
     p[0] = (uint8_t)(v >> 8);
     p[1] = (uint8_t)v;
 }
-static void fr_put_be32(uint8_t *p, uint32_t v) {
+static void fr_put_be32(uint8_t *p, uint32_t v)
+{
     p[0] = (uint8_t)(v >> 24);
     p[1] = (uint8_t)(v >> 16);
     p[2] = (uint8_t)(v >> 8);
     p[3] = (uint8_t)v;
 }
-static uint16_t fr_get_be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-static uint32_t fr_get_be32(const uint8_t *p) {
+static uint16_t fr_get_be16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
+static uint32_t fr_get_be32(const uint8_t *p)
+{
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-static const char *fr_rpc_dir_name(fr_rpc_direction d) {
+static const char *fr_rpc_dir_name(fr_rpc_direction d)
+{
     return d == FR_RPC_REQUEST ? "request" : "response";
 }
 
-int fr_rpc_check_frame_limit(int64_t frame_bytes_max, fr_error *err) {
+int fr_rpc_check_frame_limit(int64_t frame_bytes_max, fr_error *err)
+{
     FR_CHECK(frame_bytes_max >= FR_RPC_FRAME_BYTES_MIN && frame_bytes_max <= INT32_MAX, FR_EINVAL,
              err, "frame_bytes_max %lld is outside %d..%d", (long long)frame_bytes_max,
              FR_RPC_FRAME_BYTES_MIN, INT32_MAX);
@@ -39,7 +47,8 @@ int fr_rpc_check_frame_limit(int64_t frame_bytes_max, fr_error *err) {
 
 /* The length field for body_len bytes of body after a header of hdr bytes. */
 static int fr_rpc_length_for(fr_rpc_direction d, size_t body_len, int64_t frame_bytes_max,
-                             int32_t *length, fr_error *err) {
+                             int32_t *length, fr_error *err)
+{
     size_t rest = fr_rpc_header_bytes(d) - 4;
     FR_CHECK(body_len <= (size_t)frame_bytes_max - rest, FR_ELIMIT, err,
              "a %s frame of %zu bytes exceeds frame_bytes_max (%lld bytes)", fr_rpc_dir_name(d),
@@ -50,7 +59,8 @@ static int fr_rpc_length_for(fr_rpc_direction d, size_t body_len, int64_t frame_
 
 int fr_rpc_request_header_encode(uint8_t out[FR_RPC_REQUEST_HEADER_BYTES], int api_key,
                                  int api_version, int32_t request_id, size_t body_len,
-                                 int64_t frame_bytes_max, fr_error *err) {
+                                 int64_t frame_bytes_max, fr_error *err)
+{
     FR_TRY(fr_rpc_check_frame_limit(frame_bytes_max, err));
     FR_CHECK(api_key >= 0 && api_key <= INT16_MAX && api_version >= 0 && api_version <= INT16_MAX,
              FR_EINVAL, err, "api key %d or version %d is outside 0..32767", api_key, api_version);
@@ -65,8 +75,8 @@ int fr_rpc_request_header_encode(uint8_t out[FR_RPC_REQUEST_HEADER_BYTES], int a
 }
 
 /* code: FR_EINVAL when encoding (a caller's mistake), FR_ECORRUPT when decoding. */
-static int fr_rpc_check_response(fr_rpc_result result, int32_t request_id, int code,
-                                 fr_error *err) {
+static int fr_rpc_check_response(fr_rpc_result result, int32_t request_id, int code, fr_error *err)
+{
     FR_CHECK(result == FR_RPC_SUCCESS || result == FR_RPC_ERROR || result == FR_RPC_PART, code, err,
              "response result type %d is not 0, 1 or 2", (int)result);
     FR_CHECK(request_id >= 0 ||
@@ -77,7 +87,8 @@ static int fr_rpc_check_response(fr_rpc_result result, int32_t request_id, int c
 
 int fr_rpc_response_header_encode(uint8_t out[FR_RPC_RESPONSE_HEADER_BYTES], fr_rpc_result result,
                                   int32_t request_id, size_t body_len, int64_t frame_bytes_max,
-                                  fr_error *err) {
+                                  fr_error *err)
+{
     FR_TRY(fr_rpc_check_frame_limit(frame_bytes_max, err));
     FR_TRY(fr_rpc_check_response(result, request_id, FR_EINVAL, err));
     int32_t length = 0;
@@ -89,7 +100,8 @@ int fr_rpc_response_header_encode(uint8_t out[FR_RPC_RESPONSE_HEADER_BYTES], fr_
 }
 
 int fr_rpc_frame_length(fr_rpc_direction d, const uint8_t p[4], int64_t frame_bytes_max,
-                        int32_t *length, fr_error *err) {
+                        int32_t *length, fr_error *err)
+{
     int32_t len = (int32_t)fr_get_be32(p);
     int32_t least = (int32_t)fr_rpc_header_bytes(d) - 4;
     FR_CHECK(len >= 0, FR_ECORRUPT, err,
@@ -106,7 +118,8 @@ int fr_rpc_frame_length(fr_rpc_direction d, const uint8_t p[4], int64_t frame_by
 }
 
 int fr_rpc_frame_decode(fr_rpc_direction d, const uint8_t *p, size_t n, int64_t frame_bytes_max,
-                        fr_rpc_frame *out, fr_error *err) {
+                        fr_rpc_frame *out, fr_error *err)
+{
     FR_CHECK(n >= 4, FR_ECORRUPT, err, "%s frame of %zu bytes has no length", fr_rpc_dir_name(d),
              n);
     int32_t length;
@@ -134,7 +147,8 @@ int fr_rpc_frame_decode(fr_rpc_direction d, const uint8_t *p, size_t n, int64_t 
 
 /* Appends a header of hdr_len bytes (already encoded) and m packed. */
 static int fr_rpc_append_frame(fr_buf *out, const uint8_t *hdr, size_t hdr_len,
-                               const ProtobufCMessage *m, size_t body_len, fr_error *err) {
+                               const ProtobufCMessage *m, size_t body_len, fr_error *err)
+{
     FR_TRY(fr_buf_reserve(out, hdr_len + body_len, err));
     memcpy(out->data + out->len, hdr, hdr_len);
     size_t packed = protobuf_c_message_pack(m, out->data + out->len + hdr_len);
@@ -144,7 +158,8 @@ static int fr_rpc_append_frame(fr_buf *out, const uint8_t *hdr, size_t hdr_len,
 }
 
 int fr_rpc_write_request(fr_buf *out, fr_rpc_api api, int api_version, int32_t request_id,
-                         const ProtobufCMessage *body, int64_t frame_bytes_max, fr_error *err) {
+                         const ProtobufCMessage *body, int64_t frame_bytes_max, fr_error *err)
+{
     const fr_rpc_api_info *info = fr_rpc_api_lookup((int)api);
     assert(info && body->descriptor == info->request);
     (void)info;
@@ -156,7 +171,8 @@ int fr_rpc_write_request(fr_buf *out, fr_rpc_api api, int api_version, int32_t r
 }
 
 int fr_rpc_write_response(fr_buf *out, fr_rpc_result result, int32_t request_id,
-                          const ProtobufCMessage *body, int64_t frame_bytes_max, fr_error *err) {
+                          const ProtobufCMessage *body, int64_t frame_bytes_max, fr_error *err)
+{
     assert((result == FR_RPC_ERROR) == (body->descriptor == &firth__error__descriptor));
     size_t body_len = protobuf_c_message_get_packed_size(body);
     uint8_t hdr[FR_RPC_RESPONSE_HEADER_BYTES];
@@ -164,7 +180,8 @@ int fr_rpc_write_response(fr_buf *out, fr_rpc_result result, int32_t request_id,
     return fr_rpc_append_frame(out, hdr, sizeof hdr, body, body_len, err);
 }
 
-int fr_rpc_write_error(fr_buf *out, int32_t request_id, const fr_error *failure, fr_error *err) {
+int fr_rpc_write_error(fr_buf *out, int32_t request_id, const fr_error *failure, fr_error *err)
+{
     Firth__Error e = FIRTH__ERROR__INIT;
     fr_rpc_error_set(&e, failure);
     /* The message is at most FR_ERROR_MSG_MAX bytes, far below FR_RPC_FRAME_BYTES_MIN. */

@@ -34,7 +34,7 @@ FR_RPC_SAME_KEY(FR_RPC_AUTHENTICATE, FIRTH__API_KEY__AUTHENTICATE);
 /* One api: its key, name, the stem of its generated message names (firth__produce_log ->
  * firth__produce_log_request__descriptor, ..._response__descriptor), and whether it streams. */
 #define FR_RPC_API(key, name, stem, streams)                                                       \
-    [key] = {key, name, 0, 0, &stem##_request__descriptor, &stem##_response__descriptor, streams}
+    [key] = { key, name, 0, 0, &stem##_request__descriptor, &stem##_response__descriptor, streams }
 
 /* Indexed by api key. Every api is at version 0 for now: a version is added when the
  * meaning of a request changes (docs/PROTOCOL.md, section 7). */
@@ -58,13 +58,15 @@ static const fr_rpc_api_info fr_rpc_apis[FR_RPC_API_COUNT] = {
     FR_RPC_API(FR_RPC_AUTHENTICATE, "authenticate", firth__authenticate, false),
 };
 
-const fr_rpc_api_info *fr_rpc_api_lookup(int api_key) {
+const fr_rpc_api_info *fr_rpc_api_lookup(int api_key)
+{
     if (api_key < 0 || api_key >= FR_RPC_API_COUNT) return NULL;
     assert(fr_rpc_apis[api_key].name && (int)fr_rpc_apis[api_key].key == api_key);
     return &fr_rpc_apis[api_key];
 }
 
-const char *fr_rpc_api_name(int api_key) {
+const char *fr_rpc_api_name(int api_key)
+{
     const fr_rpc_api_info *info = fr_rpc_api_lookup(api_key);
     if (info) return info->name;
     static __thread char name[24];
@@ -81,7 +83,8 @@ typedef struct fr_rpc_budget {
     bool over, nomem;
 } fr_rpc_budget;
 
-static void *fr_rpc_alloc(void *data, size_t size) {
+static void *fr_rpc_alloc(void *data, size_t size)
+{
     fr_rpc_budget *b = data;
     if (size > b->limit - b->used) {
         b->over = true;
@@ -96,19 +99,22 @@ static void *fr_rpc_alloc(void *data, size_t size) {
     return p;
 }
 
-static void fr_rpc_dealloc(void *data, void *p) {
+static void fr_rpc_dealloc(void *data, void *p)
+{
     (void)data;
     fr_free(p);
 }
 
-static void *fr_rpc_alloc_unbounded(void *data, size_t size) {
+static void *fr_rpc_alloc_unbounded(void *data, size_t size)
+{
     (void)data;
     return fr_malloc(size ? size : 1);
 }
 
-static ProtobufCAllocator fr_rpc_free_allocator = {fr_rpc_alloc_unbounded, fr_rpc_dealloc, NULL};
+static ProtobufCAllocator fr_rpc_free_allocator = { fr_rpc_alloc_unbounded, fr_rpc_dealloc, NULL };
 
-int fr_rpc_pack(const ProtobufCMessage *m, fr_buf *out, fr_error *err) {
+int fr_rpc_pack(const ProtobufCMessage *m, fr_buf *out, fr_error *err)
+{
     size_t n = protobuf_c_message_get_packed_size(m);
     FR_TRY(fr_buf_reserve(out, n, err));
     size_t packed = protobuf_c_message_pack(m, out->data + out->len);
@@ -118,12 +124,13 @@ int fr_rpc_pack(const ProtobufCMessage *m, fr_buf *out, fr_error *err) {
 }
 
 int fr_rpc_unpack(const ProtobufCMessageDescriptor *d, const char *what, const uint8_t *p, size_t n,
-                  ProtobufCMessage **out, fr_error *err) {
-    fr_rpc_budget budget = {0};
+                  ProtobufCMessage **out, fr_error *err)
+{
+    fr_rpc_budget budget = { 0 };
     size_t factor_room = (SIZE_MAX - FR_RPC_UNPACK_MEMORY_SLACK) / FR_RPC_UNPACK_MEMORY_FACTOR;
     budget.limit = (n < factor_room ? n * FR_RPC_UNPACK_MEMORY_FACTOR : SIZE_MAX / 2) +
                    FR_RPC_UNPACK_MEMORY_SLACK;
-    ProtobufCAllocator a = {fr_rpc_alloc, fr_rpc_dealloc, &budget};
+    ProtobufCAllocator a = { fr_rpc_alloc, fr_rpc_dealloc, &budget };
     ProtobufCMessage *m = protobuf_c_message_unpack(d, &a, n, p);
     if (!m) {
         if (budget.nomem)
@@ -138,14 +145,16 @@ int fr_rpc_unpack(const ProtobufCMessageDescriptor *d, const char *what, const u
     return 0;
 }
 
-void fr_rpc_free(ProtobufCMessage *m) {
+void fr_rpc_free(ProtobufCMessage *m)
+{
     if (m) protobuf_c_message_free_unpacked(m, &fr_rpc_free_allocator);
 }
 
 /* ---- request and response bodies -------------------------------------------------------- */
 
 int fr_rpc_request_unpack(const fr_rpc_frame *f, ProtobufCMessage **out, Firth__ErrorCode *code,
-                          fr_error *err) {
+                          fr_error *err)
+{
     assert(f->direction == FR_RPC_REQUEST);
     Firth__ErrorCode local;
     if (!code) code = &local;
@@ -177,7 +186,8 @@ int fr_rpc_request_unpack(const fr_rpc_frame *f, ProtobufCMessage **out, Firth__
 }
 
 int fr_rpc_response_unpack(fr_rpc_api api, const fr_rpc_frame *f, ProtobufCMessage **out,
-                           fr_error *err) {
+                           fr_error *err)
+{
     assert(f->direction == FR_RPC_RESPONSE);
     const fr_rpc_api_info *info = fr_rpc_api_lookup((int)api);
     assert(info);

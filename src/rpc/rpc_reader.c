@@ -24,7 +24,8 @@ struct fr_rpc_reader {
 };
 
 int fr_rpc_reader_new(fr_rpc_direction d, int64_t frame_bytes_max, fr_rpc_reader **out,
-                      fr_error *err) {
+                      fr_error *err)
+{
     FR_TRY(fr_rpc_check_frame_limit(frame_bytes_max, err));
     fr_rpc_reader *r = fr_calloc(1, sizeof *r);
     if (!r) return fr_fail(err, FR_ENOMEM, "out of memory for a frame reader");
@@ -36,28 +37,32 @@ int fr_rpc_reader_new(fr_rpc_direction d, int64_t frame_bytes_max, fr_rpc_reader
     return 0;
 }
 
-void fr_rpc_reader_free(fr_rpc_reader *r) {
+void fr_rpc_reader_free(fr_rpc_reader *r)
+{
     if (!r) return;
     fr_free(r->buf);
     fr_free(r);
 }
 
 /* Records a framing error: the reader is failed from now on. */
-static int fr_rpc_reader_fail(fr_rpc_reader *r, int rc, fr_error *err) {
+static int fr_rpc_reader_fail(fr_rpc_reader *r, int rc, fr_error *err)
+{
     r->failed = true;
     r->failure.code = rc;
     snprintf(r->failure.msg, sizeof r->failure.msg, "%s", err ? err->msg : "bad frame");
     return rc;
 }
 
-static int fr_rpc_reader_failed(const fr_rpc_reader *r, fr_error *err) {
+static int fr_rpc_reader_failed(const fr_rpc_reader *r, fr_error *err)
+{
     if (err) *err = r->failure;
     return r->failure.code;
 }
 
 /* The total bytes (length field included) of the frame at start: 1 when known, 0 when
  * fewer than 4 bytes are buffered, or a framing error. */
-static int fr_rpc_reader_frame_bytes(fr_rpc_reader *r, size_t *total, fr_error *err) {
+static int fr_rpc_reader_frame_bytes(fr_rpc_reader *r, size_t *total, fr_error *err)
+{
     if (r->len - r->start < 4) return 0;
     fr_error local;
     fr_error *e = err ? err : &local;
@@ -69,7 +74,8 @@ static int fr_rpc_reader_frame_bytes(fr_rpc_reader *r, size_t *total, fr_error *
 }
 
 /* Moves what is buffered to the front, or gives a large empty buffer back. */
-static void fr_rpc_reader_compact(fr_rpc_reader *r) {
+static void fr_rpc_reader_compact(fr_rpc_reader *r)
+{
     if (r->start == r->len) {
         r->start = r->len = 0;
         if (r->cap > r->chunk) {
@@ -84,7 +90,8 @@ static void fr_rpc_reader_compact(fr_rpc_reader *r) {
     }
 }
 
-int fr_rpc_reader_space(fr_rpc_reader *r, uint8_t **p, size_t *n, fr_error *err) {
+int fr_rpc_reader_space(fr_rpc_reader *r, uint8_t **p, size_t *n, fr_error *err)
+{
     if (r->failed) return fr_rpc_reader_failed(r, err);
     fr_rpc_reader_compact(r);
     size_t total = 0;
@@ -110,12 +117,14 @@ int fr_rpc_reader_space(fr_rpc_reader *r, uint8_t **p, size_t *n, fr_error *err)
     return 0;
 }
 
-void fr_rpc_reader_commit(fr_rpc_reader *r, size_t n) {
+void fr_rpc_reader_commit(fr_rpc_reader *r, size_t n)
+{
     assert(n <= r->cap - r->len);
     r->len += n;
 }
 
-int fr_rpc_reader_feed(fr_rpc_reader *r, const uint8_t *p, size_t n, size_t *used, fr_error *err) {
+int fr_rpc_reader_feed(fr_rpc_reader *r, const uint8_t *p, size_t n, size_t *used, fr_error *err)
+{
     size_t done = 0;
     *used = 0;
     while (done < n) {
@@ -132,7 +141,8 @@ int fr_rpc_reader_feed(fr_rpc_reader *r, const uint8_t *p, size_t n, size_t *use
     return 0;
 }
 
-int fr_rpc_reader_next(fr_rpc_reader *r, fr_rpc_frame *out, fr_error *err) {
+int fr_rpc_reader_next(fr_rpc_reader *r, fr_rpc_frame *out, fr_error *err)
+{
     if (r->failed) return fr_rpc_reader_failed(r, err);
     size_t total = 0;
     int known = fr_rpc_reader_frame_bytes(r, &total, err);
@@ -146,11 +156,18 @@ int fr_rpc_reader_next(fr_rpc_reader *r, fr_rpc_frame *out, fr_error *err) {
     return 1;
 }
 
-size_t fr_rpc_reader_buffered(const fr_rpc_reader *r) { return r->len - r->start; }
+size_t fr_rpc_reader_buffered(const fr_rpc_reader *r)
+{
+    return r->len - r->start;
+}
 
-size_t fr_rpc_reader_capacity(const fr_rpc_reader *r) { return r->cap; }
+size_t fr_rpc_reader_capacity(const fr_rpc_reader *r)
+{
+    return r->cap;
+}
 
-void fr_rpc_reader_trim(fr_rpc_reader *r) {
+void fr_rpc_reader_trim(fr_rpc_reader *r)
+{
     if (r->start != r->len) return;
     fr_free(r->buf);
     r->buf = NULL;

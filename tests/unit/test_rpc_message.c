@@ -1,0 +1,1203 @@
+/* test_rpc_message.c — the bodies of the native protocol: the api table, every request and
+ * every response packed into a frame and unpacked again, unknown apis and versions,
+ * malformed protobuf, the checks each request must pass, the unpacking memory budget,
+ * failing allocations, and the error codes with their mapping to FR_E* statuses.
+ *
+ * With FIRTH_RPC_WRITE_SEEDS=DIR set, the test also writes the seed corpora of fuzz_rpc_frame
+ * and fuzz_rpc_message (DIR/rpc_frame, DIR/rpc_message) from the sample messages below. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "rpc/rpc.h"
+
+#define assert_msg_has(err, s)                                                                     \
+    do {                                                                                           \
+        if (!strstr((err).msg, (s))) fail_msg("message \"%s\" lacks \"%s\"", (err).msg, (s));     \
+    } while (0)
+
+/* ---- sample messages, one request and one response per api ------------------------------- */
+
+static uint8_t tm_records[64]; /* stands for record batch bytes: the rpc layer does not look */
+static Firth__TablePath tm_path = { PROTOBUF_C_MESSAGE_INIT(&firth__table_path__descriptor),
+                                    "sales", "orders" };
+static Firth__TablePath tm_path2 = { PROTOBUF_C_MESSAGE_INIT(&firth__table_path__descriptor),
+                                     "sales", "gone" };
+
+static ProtobufCBinaryData tm_bytes(void)
+{
+    for (size_t i = 0; i < sizeof tm_records; i++) tm_records[i] = (uint8_t)(i * 13 + 1);
+    return (ProtobufCBinaryData){ sizeof tm_records, tm_records };
+}
+
+static ProtobufCMessage *tm_request_a(fr_rpc_api api)
+{
+    switch (api) {
+    case FR_RPC_API_VERSIONS: {
+        static Firth__ApiVersionsRequest m = FIRTH__API_VERSIONS_REQUEST__INIT;
+        m.client_software = "libfirth 0.1.0";
+        return &m.base;
+    }
+    case FR_RPC_METADATA: {
+        static Firth__MetadataRequest m = FIRTH__METADATA_REQUEST__INIT;
+        static Firth__TablePath *tables[2] = { &tm_path, &tm_path2 };
+        m.n_tables = 2;
+        m.tables = tables;
+        m.skip_offsets = true;
+        return &m.base;
+    }
+    case FR_RPC_CREATE_DATABASE: {
+        static Firth__CreateDatabaseRequest m = FIRTH__CREATE_DATABASE_REQUEST__INIT;
+        m.database = "sales";
+        m.if_not_exists = true;
+        return &m.base;
+    }
+    case FR_RPC_DROP_DATABASE: {
+        static Firth__DropDatabaseRequest m = FIRTH__DROP_DATABASE_REQUEST__INIT;
+        m.database = "sales";
+        m.if_exists = true;
+        m.cascade = true;
+        return &m.base;
+    }
+    case FR_RPC_LIST_DATABASES: {
+        static Firth__ListDatabasesRequest m = FIRTH__LIST_DATABASES_REQUEST__INIT;
+        return &m.base;
+    }
+    case FR_RPC_CREATE_TABLE: {
+        static Firth__CreateTableRequest m = FIRTH__CREATE_TABLE_REQUEST__INIT;
+        static Firth__TableOption o1 = FIRTH__TABLE_OPTION__INIT, o2 = FIRTH__TABLE_OPTION__INIT;
+        static Firth__TableOption *opts[2] = { &o1, &o2 };
+        static char *pk[2] = { "id", "dt" };
+        static char *parts[1] = { "dt" };
+        pk[0] = "id";
+        pk[1] = "dt";
+        o1.key = "bucket.num";
+        o1.value = "4";
+        o2.key = "table.log.ttl";
+        o2.value = "7d";
+        m.path = &tm_path;
+        m.schema_json = "{\"fields\": [{\"name\": \"id\", \"type\": \"BIGINT\", \"nullable\": "
+                        "false}, {\"name\": \"dt\", \"type\": \"STRING\", \"nullable\": false}]}";
+        m.n_primary_key = 2;
+        m.primary_key = pk;
+        m.n_partition_keys = 1;
+        m.partition_keys = parts;
+        m.n_options = 2;
+        m.options = opts;
+        m.if_not_exists = true;
+        return &m.base;
+    }
+    default: return NULL;
+    }
+}
+
+static ProtobufCMessage *tm_request_b(fr_rpc_api api)
+{
+    switch (api) {
+    case FR_RPC_DROP_TABLE: {
+        static Firth__DropTableRequest m = FIRTH__DROP_TABLE_REQUEST__INIT;
+        m.path = &tm_path;
+        m.if_exists = true;
+        return &m.base;
+    }
+    case FR_RPC_LIST_TABLES: {
+        static Firth__ListTablesRequest m = FIRTH__LIST_TABLES_REQUEST__INIT;
+        m.database = "sales";
+        return &m.base;
+    }
+    case FR_RPC_GET_TABLE_INFO: {
+        static Firth__GetTableInfoRequest m = FIRTH__GET_TABLE_INFO_REQUEST__INIT;
+        m.path = &tm_path;
+        return &m.base;
+    }
+    case FR_RPC_PRODUCE_LOG: {
+        static Firth__ProduceLogRequest m = FIRTH__PRODUCE_LOG_REQUEST__INIT;
+        static Firth__ProduceBucket b1 = FIRTH__PRODUCE_BUCKET__INIT,
+                                    b2 = FIRTH__PRODUCE_BUCKET__INIT;
+        static Firth__ProduceBucket *bs[2] = { &b1, &b2 };
+        b1.partition_id = -1;
+        b1.bucket = 0;
+        b1.records = tm_bytes();
+        b2.partition_id = -1;
+        b2.bucket = 3;
+        b2.records = tm_bytes();
+        m.path = &tm_path;
+        m.table_id = 7;
+        m.writer_id = 42;
+        m.n_buckets = 2;
+        m.buckets = bs;
+        return &m.base;
+    }
+    case FR_RPC_PUT_KV: {
+        static Firth__PutKvRequest m = FIRTH__PUT_KV_REQUEST__INIT;
+        static Firth__PutKvBucket b = FIRTH__PUT_KV_BUCKET__INIT;
+        static Firth__PutKvBucket *bs[1] = { &b };
+        static int32_t targets[2] = { 0, 2 };
+        targets[0] = 0;
+        targets[1] = 2;
+        b.partition_id = 5;
+        b.bucket = 1;
+        b.records = tm_bytes();
+        m.path = &tm_path;
+        m.table_id = 7;
+        m.writer_id = -1;
+        m.n_target_columns = 2;
+        m.target_columns = targets;
+        m.n_buckets = 1;
+        m.buckets = bs;
+        return &m.base;
+    }
+    case FR_RPC_FETCH_LOG: {
+        static Firth__FetchLogRequest m = FIRTH__FETCH_LOG_REQUEST__INIT;
+        static Firth__FetchTable t = FIRTH__FETCH_TABLE__INIT;
+        static Firth__FetchTable *ts[1] = { &t };
+        static Firth__FetchBucket b1 = FIRTH__FETCH_BUCKET__INIT, b2 = FIRTH__FETCH_BUCKET__INIT;
+        static Firth__FetchBucket *bs[2] = { &b1, &b2 };
+        static int32_t proj[2] = { 2, 0 };
+        proj[0] = 2;
+        proj[1] = 0;
+        b1.partition_id = -1;
+        b1.bucket = 0;
+        b1.fetch_offset = 100;
+        b2.partition_id = -1;
+        b2.bucket = 1;
+        b2.fetch_offset = 0;
+        b2.max_bytes = 65536;
+        t.path = &tm_path;
+        t.table_id = 7;
+        t.n_projection = 2;
+        t.projection = proj;
+        t.filter = "v > 10";
+        t.n_buckets = 2;
+        t.buckets = bs;
+        m.n_tables = 1;
+        m.tables = ts;
+        m.max_wait_ms = 500;
+        m.min_bytes = 1;
+        m.max_bytes = 1 << 20;
+        return &m.base;
+    }
+    default: return NULL;
+    }
+}
+
+static ProtobufCMessage *tm_request_c(fr_rpc_api api)
+{
+    switch (api) {
+    case FR_RPC_LOOKUP: {
+        static Firth__LookupRequest m = FIRTH__LOOKUP_REQUEST__INIT;
+        static Firth__LookupBucket b = FIRTH__LOOKUP_BUCKET__INIT;
+        static Firth__LookupBucket *bs[1] = { &b };
+        static int32_t proj[1] = { 1 };
+        b.partition_id = -1;
+        b.bucket = 2;
+        b.keys = tm_bytes();
+        m.path = &tm_path;
+        m.table_id = 7;
+        m.n_projection = 1;
+        m.projection = proj;
+        m.n_buckets = 1;
+        m.buckets = bs;
+        return &m.base;
+    }
+    case FR_RPC_PREFIX_LOOKUP: {
+        static Firth__PrefixLookupRequest m = FIRTH__PREFIX_LOOKUP_REQUEST__INIT;
+        static Firth__PrefixLookupBucket b = FIRTH__PREFIX_LOOKUP_BUCKET__INIT;
+        static Firth__PrefixLookupBucket *bs[1] = { &b };
+        b.partition_id = 3;
+        b.bucket = 0;
+        b.prefixes = tm_bytes();
+        m.path = &tm_path;
+        m.table_id = 7;
+        m.n_buckets = 1;
+        m.buckets = bs;
+        return &m.base;
+    }
+    case FR_RPC_LIST_OFFSETS: {
+        static Firth__ListOffsetsRequest m = FIRTH__LIST_OFFSETS_REQUEST__INIT;
+        static Firth__BucketRef b1 = FIRTH__BUCKET_REF__INIT, b2 = FIRTH__BUCKET_REF__INIT;
+        static Firth__BucketRef *bs[2] = { &b1, &b2 };
+        b1.partition_id = -1;
+        b2.partition_id = -1;
+        b2.bucket = 1;
+        m.path = &tm_path;
+        m.table_id = 7;
+        m.spec = FIRTH__OFFSET_SPEC__OFFSET_TIMESTAMP;
+        m.timestamp_ms = 1764504000000;
+        m.n_buckets = 2;
+        m.buckets = bs;
+        return &m.base;
+    }
+    case FR_RPC_EXECUTE_SQL: {
+        static Firth__ExecuteSqlRequest m = FIRTH__EXECUTE_SQL_REQUEST__INIT;
+        m.sql = "SELECT id, v FROM orders WHERE id = 1;";
+        m.database = "sales";
+        return &m.base;
+    }
+    case FR_RPC_AUTHENTICATE: {
+        static Firth__AuthenticateRequest m = FIRTH__AUTHENTICATE_REQUEST__INIT;
+        m.mechanism = "PLAIN";
+        m.auth_bytes = (ProtobufCBinaryData){ 13, (uint8_t *)"\0alice\0secret" };
+        return &m.base;
+    }
+    default: return NULL;
+    }
+}
+
+/* The sample request of api, with every field set afresh (tests change them). */
+static ProtobufCMessage *tm_request(fr_rpc_api api)
+{
+    tm_path.database = tm_path2.database = "sales";
+    tm_path.table = "orders";
+    tm_path2.table = "gone";
+    ProtobufCMessage *m = tm_request_a(api);
+    if (!m) m = tm_request_b(api);
+    if (!m) m = tm_request_c(api);
+    assert_non_null(m);
+    return m;
+}
+
+static Firth__Error *tm_error(Firth__ErrorCode code, const char *msg)
+{
+    static Firth__Error errors[4];
+    static int next;
+    Firth__Error *e = &errors[next++ % 4];
+    firth__error__init(e);
+    e->code = code;
+    e->message = (char *)msg;
+    return e;
+}
+
+static ProtobufCMessage *tm_response_a(fr_rpc_api api)
+{
+    switch (api) {
+    case FR_RPC_API_VERSIONS: {
+        static Firth__ApiVersionsResponse m = FIRTH__API_VERSIONS_RESPONSE__INIT;
+        static Firth__ApiVersionRange r[FR_RPC_API_COUNT];
+        static Firth__ApiVersionRange *rs[FR_RPC_API_COUNT];
+        for (int i = 0; i < FR_RPC_API_COUNT; i++) {
+            const fr_rpc_api_info *info = fr_rpc_api_lookup(i);
+            firth__api_version_range__init(&r[i]);
+            r[i].api_key = i;
+            r[i].min_version = info->min_version;
+            r[i].max_version = info->max_version;
+            r[i].name = (char *)info->name;
+            rs[i] = &r[i];
+        }
+        m.n_apis = FR_RPC_API_COUNT;
+        m.apis = rs;
+        m.server_software = "firth 0.1.0";
+        m.frame_bytes_max = FR_RPC_FRAME_BYTES_MAX_DEFAULT;
+        m.in_flight_max = 64;
+        m.node_id = 1;
+        return &m.base;
+    }
+    case FR_RPC_METADATA: {
+        static Firth__MetadataResponse m = FIRTH__METADATA_RESPONSE__INIT;
+        static Firth__Node node = FIRTH__NODE__INIT;
+        static Firth__Node *nodes[1] = { &node };
+        static Firth__BucketMetadata b0 = FIRTH__BUCKET_METADATA__INIT,
+                                     b1 = FIRTH__BUCKET_METADATA__INIT;
+        static Firth__BucketMetadata *bs[2] = { &b0, &b1 };
+        static Firth__PartitionMetadata p = FIRTH__PARTITION_METADATA__INIT;
+        static Firth__PartitionMetadata *ps[1] = { &p };
+        static char *values[1] = { "2026-11-30" };
+        static char *pkeys[1] = { "dt" };
+        static Firth__TableMetadata t1 = FIRTH__TABLE_METADATA__INIT,
+                                    t2 = FIRTH__TABLE_METADATA__INIT;
+        static Firth__TableMetadata *ts[2] = { &t1, &t2 };
+        node.node_id = 1;
+        node.host = "127.0.0.1";
+        node.port = 9123;
+        b0.leader = 1;
+        b0.log_end_offset = 120;
+        b1.bucket = 1;
+        b1.leader = 1;
+        b1.log_start_offset = 5;
+        b1.log_end_offset = 99;
+        p.partition_id = 11;
+        p.name = "dt=2026-11-30";
+        p.n_values = 1;
+        p.values = values;
+        p.n_buckets = 2;
+        p.buckets = bs;
+        t1.path = &tm_path;
+        t1.table_id = 7;
+        t1.num_buckets = 2;
+        t1.has_primary_key = true;
+        t1.n_partition_keys = 1;
+        t1.partition_keys = pkeys;
+        t1.n_partitions = 1;
+        t1.partitions = ps;
+        t2.path = &tm_path2;
+        t2.error = tm_error(FIRTH__ERROR_CODE__NOT_FOUND, "table sales.gone does not exist");
+        m.n_nodes = 1;
+        m.nodes = nodes;
+        m.n_tables = 2;
+        m.tables = ts;
+        return &m.base;
+    }
+    case FR_RPC_CREATE_DATABASE: {
+        static Firth__CreateDatabaseResponse m = FIRTH__CREATE_DATABASE_RESPONSE__INIT;
+        return &m.base;
+    }
+    case FR_RPC_DROP_DATABASE: {
+        static Firth__DropDatabaseResponse m = FIRTH__DROP_DATABASE_RESPONSE__INIT;
+        return &m.base;
+    }
+    case FR_RPC_LIST_DATABASES: {
+        static Firth__ListDatabasesResponse m = FIRTH__LIST_DATABASES_RESPONSE__INIT;
+        static char *names[2] = { "default", "sales" };
+        m.n_databases = 2;
+        m.databases = names;
+        return &m.base;
+    }
+    case FR_RPC_CREATE_TABLE: {
+        static Firth__CreateTableResponse m = FIRTH__CREATE_TABLE_RESPONSE__INIT;
+        m.table_id = 7;
+        return &m.base;
+    }
+    case FR_RPC_DROP_TABLE: {
+        static Firth__DropTableResponse m = FIRTH__DROP_TABLE_RESPONSE__INIT;
+        return &m.base;
+    }
+    case FR_RPC_LIST_TABLES: {
+        static Firth__ListTablesResponse m = FIRTH__LIST_TABLES_RESPONSE__INIT;
+        static char *names[1] = { "orders" };
+        m.n_tables = 1;
+        m.tables = names;
+        return &m.base;
+    }
+    default: return NULL;
+    }
+}
+
+static ProtobufCMessage *tm_response_b(fr_rpc_api api)
+{
+    switch (api) {
+    case FR_RPC_GET_TABLE_INFO: {
+        static Firth__GetTableInfoResponse m = FIRTH__GET_TABLE_INFO_RESPONSE__INIT;
+        static char *pk[1] = { "id" };
+        static char *bk[1] = { "id" };
+        static Firth__TableOption o = FIRTH__TABLE_OPTION__INIT;
+        static Firth__TableOption *opts[1] = { &o };
+        o.key = "bucket.num";
+        o.value = "4";
+        m.path = &tm_path;
+        m.table_id = 7;
+        m.schema_json = "{\"id\": 0, \"fields\": []}";
+        m.table_json = "{\"id\": 7, \"name\": \"orders\"}";
+        m.n_primary_key = 1;
+        m.primary_key = pk;
+        m.n_bucket_keys = 1;
+        m.bucket_keys = bk;
+        m.num_buckets = 4;
+        m.n_options = 1;
+        m.options = opts;
+        m.created_ms = 1764504000000;
+        return &m.base;
+    }
+    case FR_RPC_PRODUCE_LOG: {
+        static Firth__ProduceLogResponse m = FIRTH__PRODUCE_LOG_RESPONSE__INIT;
+        static Firth__ProduceBucketResult r1 = FIRTH__PRODUCE_BUCKET_RESULT__INIT,
+                                          r2 = FIRTH__PRODUCE_BUCKET_RESULT__INIT;
+        static Firth__ProduceBucketResult *rs[2] = { &r1, &r2 };
+        r1.partition_id = -1;
+        r1.base_offset = 100;
+        r1.commit_timestamp = 1764504000123;
+        r2.partition_id = -1;
+        r2.bucket = 3;
+        r2.error = tm_error(FIRTH__ERROR_CODE__DUPLICATE, "batch 5 of writer 42 is appended");
+        r2.base_offset = 90;
+        m.n_buckets = 2;
+        m.buckets = rs;
+        return &m.base;
+    }
+    case FR_RPC_PUT_KV: {
+        static Firth__PutKvResponse m = FIRTH__PUT_KV_RESPONSE__INIT;
+        static Firth__PutKvBucketResult r = FIRTH__PUT_KV_BUCKET_RESULT__INIT;
+        static Firth__PutKvBucketResult *rs[1] = { &r };
+        r.partition_id = 5;
+        r.bucket = 1;
+        r.rows_changed = 2;
+        r.changelog_records = 3;
+        r.base_offset = 17;
+        m.n_buckets = 1;
+        m.buckets = rs;
+        return &m.base;
+    }
+    case FR_RPC_FETCH_LOG: {
+        static Firth__FetchLogResponse m = FIRTH__FETCH_LOG_RESPONSE__INIT;
+        static Firth__FetchTableResult t = FIRTH__FETCH_TABLE_RESULT__INIT;
+        static Firth__FetchTableResult *ts[1] = { &t };
+        static Firth__FetchBucketResult r1 = FIRTH__FETCH_BUCKET_RESULT__INIT,
+                                        r2 = FIRTH__FETCH_BUCKET_RESULT__INIT;
+        static Firth__FetchBucketResult *rs[2] = { &r1, &r2 };
+        r1.partition_id = -1;
+        r1.high_watermark = 120;
+        r1.records = tm_bytes();
+        r1.next_offset = 120;
+        r2.partition_id = -1;
+        r2.bucket = 1;
+        r2.error = tm_error(FIRTH__ERROR_CODE__OUT_OF_RANGE, "offset 900 is past the end 40");
+        r2.high_watermark = 40;
+        r2.log_start_offset = 10;
+        t.path = &tm_path;
+        t.n_buckets = 2;
+        t.buckets = rs;
+        m.n_tables = 1;
+        m.tables = ts;
+        return &m.base;
+    }
+    default: return NULL;
+    }
+}
+
+static ProtobufCMessage *tm_response_c(fr_rpc_api api)
+{
+    switch (api) {
+    case FR_RPC_LOOKUP: {
+        static Firth__LookupResponse m = FIRTH__LOOKUP_RESPONSE__INIT;
+        static Firth__LookupBucketResult r = FIRTH__LOOKUP_BUCKET_RESULT__INIT;
+        static Firth__LookupBucketResult *rs[1] = { &r };
+        static protobuf_c_boolean found[3] = { 1, 0, 1 };
+        r.partition_id = -1;
+        r.bucket = 2;
+        r.n_found = 3;
+        r.found = found;
+        r.rows = tm_bytes();
+        m.n_buckets = 1;
+        m.buckets = rs;
+        return &m.base;
+    }
+    case FR_RPC_PREFIX_LOOKUP: {
+        static Firth__PrefixLookupResponse m = FIRTH__PREFIX_LOOKUP_RESPONSE__INIT;
+        static Firth__PrefixLookupBucketResult r = FIRTH__PREFIX_LOOKUP_BUCKET_RESULT__INIT;
+        static Firth__PrefixLookupBucketResult *rs[1] = { &r };
+        static int64_t counts[2] = { 2, 0 };
+        r.partition_id = 3;
+        r.n_row_counts = 2;
+        r.row_counts = counts;
+        r.rows = tm_bytes();
+        m.n_buckets = 1;
+        m.buckets = rs;
+        return &m.base;
+    }
+    case FR_RPC_LIST_OFFSETS: {
+        static Firth__ListOffsetsResponse m = FIRTH__LIST_OFFSETS_RESPONSE__INIT;
+        static Firth__BucketOffset o1 = FIRTH__BUCKET_OFFSET__INIT, o2 = FIRTH__BUCKET_OFFSET__INIT;
+        static Firth__BucketOffset *os[2] = { &o1, &o2 };
+        o1.partition_id = -1;
+        o1.offset = 57;
+        o2.partition_id = -1;
+        o2.bucket = 1;
+        m.n_buckets = 2;
+        m.buckets = os;
+        return &m.base;
+    }
+    case FR_RPC_EXECUTE_SQL: {
+        static Firth__ExecuteSqlResponse m = FIRTH__EXECUTE_SQL_RESPONSE__INIT;
+        m.statement = 1;
+        m.arrow_ipc = tm_bytes();
+        m.statement_done = true;
+        m.message = "";
+        m.rows = 3;
+        m.database = "sales";
+        return &m.base;
+    }
+    case FR_RPC_AUTHENTICATE: {
+        static Firth__AuthenticateResponse m = FIRTH__AUTHENTICATE_RESPONSE__INIT;
+        m.principal = "alice";
+        m.session_lifetime_ms = 3600000;
+        return &m.base;
+    }
+    default: return NULL;
+    }
+}
+
+static ProtobufCMessage *tm_response(fr_rpc_api api)
+{
+    ProtobufCMessage *m = tm_response_a(api);
+    if (!m) m = tm_response_b(api);
+    if (!m) m = tm_response_c(api);
+    assert_non_null(m);
+    return m;
+}
+
+/* Packs m into a fresh buffer (the caller frees it). */
+static fr_buf tm_pack(const ProtobufCMessage *m)
+{
+    fr_buf b;
+    fr_buf_init(&b);
+    fr_error err;
+    assert_int_equal(fr_rpc_pack(m, &b, &err), 0);
+    return b;
+}
+
+static void tm_assert_same(const ProtobufCMessage *a, const ProtobufCMessage *b)
+{
+    assert_ptr_equal(a->descriptor, b->descriptor);
+    fr_buf pa = tm_pack(a), pb = tm_pack(b);
+    assert_int_equal(pa.len, pb.len);
+    if (pa.len) assert_memory_equal(pa.data, pb.data, pa.len);
+    fr_buf_free(&pa);
+    fr_buf_free(&pb);
+}
+
+/* ---- the api table ------------------------------------------------------------------------- */
+
+static void test_api_table(void **state)
+{
+    (void)state;
+    for (int i = 0; i < FR_RPC_API_COUNT; i++) {
+        const fr_rpc_api_info *a = fr_rpc_api_lookup(i);
+        assert_non_null(a);
+        assert_int_equal(a->key, i);
+        assert_true(a->name && a->name[0]);
+        assert_string_equal(fr_rpc_api_name(i), a->name);
+        assert_true(a->min_version <= a->max_version);
+        assert_true(a->min_version >= 0);
+        /* The descriptors are XRequest and XResponse of one stem. */
+        const char *rq = a->request->short_name, *rs = a->response->short_name;
+        size_t stem = strlen(rq) - strlen("Request");
+        assert_string_equal(rq + stem, "Request");
+        assert_int_equal(strncmp(rq, rs, stem), 0);
+        assert_string_equal(rs + stem, "Response");
+        /* The proto enum names the same key. */
+        const ProtobufCEnumValue *v =
+            protobuf_c_enum_descriptor_get_value(&firth__api_key__descriptor, i);
+        assert_non_null(v);
+        assert_int_equal(a->streams, i == FR_RPC_EXECUTE_SQL);
+        for (int j = 0; j < i; j++) assert_string_not_equal(fr_rpc_api_lookup(j)->name, a->name);
+    }
+    assert_int_equal(firth__api_key__descriptor.n_values, FR_RPC_API_COUNT);
+    assert_null(fr_rpc_api_lookup(-1));
+    assert_null(fr_rpc_api_lookup(FR_RPC_API_COUNT));
+    assert_null(fr_rpc_api_lookup(INT16_MAX));
+    assert_string_equal(fr_rpc_api_name(77), "api 77");
+    assert_string_equal(fr_rpc_api_name(FR_RPC_FETCH_LOG), "fetch_log");
+}
+
+/* ---- every message through a frame and back ------------------------------------------------ */
+
+static void test_every_request(void **state)
+{
+    (void)state;
+    for (int api = 0; api < FR_RPC_API_COUNT; api++) {
+        ProtobufCMessage *req = tm_request((fr_rpc_api)api);
+        fr_error err;
+        assert_int_equal(fr_rpc_request_check((fr_rpc_api)api, req, &err), 0);
+        fr_buf out;
+        fr_buf_init(&out);
+        assert_int_equal(fr_rpc_write_request(&out, (fr_rpc_api)api, 0, 1000 + api, req,
+                                              FR_RPC_FRAME_BYTES_MAX_DEFAULT, &err),
+                         0);
+        fr_rpc_frame f;
+        assert_int_equal(fr_rpc_frame_decode(FR_RPC_REQUEST, out.data, out.len,
+                                             FR_RPC_FRAME_BYTES_MAX_DEFAULT, &f, &err),
+                         0);
+        assert_int_equal(f.api_key, api);
+        assert_int_equal(f.request_id, 1000 + api);
+        ProtobufCMessage *got = NULL;
+        Firth__ErrorCode code = FIRTH__ERROR_CODE__UNKNOWN_ERROR;
+        if (fr_rpc_request_unpack(&f, &got, &code, &err) != 0)
+            fail_msg("%s: %s", fr_rpc_api_name(api), err.msg);
+        assert_int_equal(code, FIRTH__ERROR_CODE__NONE);
+        tm_assert_same(req, got);
+        fr_rpc_free(got);
+        fr_buf_free(&out);
+    }
+    /* A few fields read back, beyond the bytes being equal. */
+    fr_buf b = tm_pack(tm_request(FR_RPC_FETCH_LOG));
+    ProtobufCMessage *m;
+    fr_error err;
+    assert_int_equal(
+        fr_rpc_unpack(&firth__fetch_log_request__descriptor, "fetch", b.data, b.len, &m, &err), 0);
+    Firth__FetchLogRequest *fr = (Firth__FetchLogRequest *)m;
+    assert_int_equal(fr->n_tables, 1);
+    assert_string_equal(fr->tables[0]->path->table, "orders");
+    assert_string_equal(fr->tables[0]->filter, "v > 10");
+    assert_int_equal(fr->tables[0]->projection[0], 2);
+    assert_int_equal(fr->tables[0]->buckets[0]->partition_id, -1);
+    assert_int_equal(fr->tables[0]->buckets[0]->fetch_offset, 100);
+    assert_int_equal(fr->max_wait_ms, 500);
+    fr_rpc_free(m);
+    fr_buf_free(&b);
+}
+
+static void test_every_response(void **state)
+{
+    (void)state;
+    for (int api = 0; api < FR_RPC_API_COUNT; api++) {
+        ProtobufCMessage *resp = tm_response((fr_rpc_api)api);
+        const fr_rpc_result results[] = { FR_RPC_SUCCESS, FR_RPC_PART };
+        for (int k = 0; k < 2; k++) {
+            if (results[k] == FR_RPC_PART && !fr_rpc_api_lookup(api)->streams) continue;
+            fr_error err;
+            fr_buf out;
+            fr_buf_init(&out);
+            assert_int_equal(fr_rpc_write_response(&out, results[k], api, resp,
+                                                   FR_RPC_FRAME_BYTES_MAX_DEFAULT, &err),
+                             0);
+            fr_rpc_frame f;
+            assert_int_equal(fr_rpc_frame_decode(FR_RPC_RESPONSE, out.data, out.len,
+                                                 FR_RPC_FRAME_BYTES_MAX_DEFAULT, &f, &err),
+                             0);
+            assert_int_equal(f.result, results[k]);
+            ProtobufCMessage *got = NULL;
+            if (fr_rpc_response_unpack((fr_rpc_api)api, &f, &got, &err) != 0)
+                fail_msg("%s: %s", fr_rpc_api_name(api), err.msg);
+            tm_assert_same(resp, got);
+            fr_rpc_free(got);
+            fr_buf_free(&out);
+        }
+    }
+    fr_buf b = tm_pack(tm_response(FR_RPC_LOOKUP));
+    ProtobufCMessage *m;
+    fr_error err;
+    assert_int_equal(
+        fr_rpc_unpack(&firth__lookup_response__descriptor, "lookup", b.data, b.len, &m, &err), 0);
+    Firth__LookupResponse *lr = (Firth__LookupResponse *)m;
+    assert_int_equal(lr->buckets[0]->n_found, 3);
+    assert_true(lr->buckets[0]->found[0] && !lr->buckets[0]->found[1]);
+    assert_int_equal(lr->buckets[0]->rows.len, sizeof tm_records);
+    assert_memory_equal(lr->buckets[0]->rows.data, tm_records, sizeof tm_records);
+    fr_rpc_free(m);
+    fr_buf_free(&b);
+}
+
+/* ---- what the server refuses --------------------------------------------------------------- */
+
+/* Unpacks body as a request of api (version 0) and returns the status. */
+static int tm_unpack_request(int api, int version, const uint8_t *body, size_t len,
+                             Firth__ErrorCode *code, fr_error *err)
+{
+    fr_rpc_frame f = { .direction = FR_RPC_REQUEST,
+                       .api_key = (int16_t)api,
+                       .api_version = (int16_t)version,
+                       .request_id = 1,
+                       .body = body,
+                       .body_len = len };
+    ProtobufCMessage *m = NULL;
+    int rc = fr_rpc_request_unpack(&f, &m, code, err);
+    assert_true((rc == 0) == (m != NULL));
+    fr_rpc_free(m);
+    return rc;
+}
+
+static void test_unknown_api_and_version(void **state)
+{
+    (void)state;
+    fr_error err;
+    Firth__ErrorCode code;
+    assert_int_equal(tm_unpack_request(FR_RPC_API_COUNT, 0, NULL, 0, &code, &err),
+                     FR_EUNSUPPORTED);
+    assert_int_equal(code, FIRTH__ERROR_CODE__UNKNOWN_API);
+    assert_msg_has(err, "unknown api key 17");
+    assert_int_equal(tm_unpack_request(-5, 0, NULL, 0, &code, &err), FR_EUNSUPPORTED);
+    assert_int_equal(code, FIRTH__ERROR_CODE__UNKNOWN_API);
+    assert_int_equal(tm_unpack_request(FR_RPC_PRODUCE_LOG, 1, NULL, 0, &code, &err),
+                     FR_EUNSUPPORTED);
+    assert_int_equal(code, FIRTH__ERROR_CODE__UNSUPPORTED_VERSION);
+    assert_msg_has(err, "produce_log version 1 is not supported (this server speaks 0..0)");
+    assert_int_equal(tm_unpack_request(FR_RPC_PRODUCE_LOG, -1, NULL, 0, &code, &err),
+                     FR_EUNSUPPORTED);
+    /* An empty body is a valid message of every type; list_databases needs nothing else. */
+    assert_int_equal(tm_unpack_request(FR_RPC_LIST_DATABASES, 0, NULL, 0, &code, &err), 0);
+    assert_int_equal(code, FIRTH__ERROR_CODE__NONE);
+}
+
+static void test_malformed_bodies(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *bytes;
+        size_t len;
+    } bad[] = {
+        { "\x0a\x05" "ab", 4 },                                  /* field 1 runs past the end */
+        { "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11 }, /* an 11-byte key */
+        { "\x0f", 1 },                                           /* wire type 7 */
+        { "\x08\x80", 2 },                                       /* a varint cut short */
+        { "\x0a\xff\xff\xff\xff\x0f", 6 },                       /* a length of 4 GiB */
+        { "\x0d\x01\x02", 3 },                                   /* a fixed32 cut short */
+    };
+    for (int api = 0; api < FR_RPC_API_COUNT; api++) {
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            fr_error err;
+            Firth__ErrorCode code;
+            int rc = tm_unpack_request(api, 0, (const uint8_t *)bad[i].bytes, bad[i].len, &code,
+                                       &err);
+            if (rc != FR_ECORRUPT)
+                fail_msg("%s, input %zu: %d (%s)", fr_rpc_api_name(api), i, rc, err.msg);
+            assert_int_equal(code, FIRTH__ERROR_CODE__CORRUPT);
+            char want[64];
+            snprintf(want, sizeof want, "%s request: malformed protobuf body of %zu bytes",
+                     fr_rpc_api_name(api), bad[i].len);
+            assert_msg_has(err, want);
+        }
+    }
+    /* A known field with the wrong wire type: produce_log's buckets (4) as a varint. */
+    fr_error err;
+    Firth__ErrorCode code;
+    assert_int_equal(tm_unpack_request(FR_RPC_PRODUCE_LOG, 0, (const uint8_t *)"\x20\x01", 2,
+                                       &code, &err),
+                     FR_ECORRUPT);
+    /* Every proper prefix of a good produce request either fails or is a valid message. */
+    fr_buf b = tm_pack(tm_request(FR_RPC_PRODUCE_LOG));
+    int failed = 0;
+    for (size_t n = 0; n < b.len; n++) {
+        ProtobufCMessage *m = NULL;
+        int rc = fr_rpc_unpack(&firth__produce_log_request__descriptor, "produce_log request",
+                               b.data, n, &m, &err);
+        assert_true(rc == 0 || rc == FR_ECORRUPT);
+        failed += rc != 0;
+        fr_rpc_free(m);
+    }
+    assert_true(failed > 0);
+    fr_buf_free(&b);
+    /* A response body that does not parse. */
+    fr_rpc_frame f = { .direction = FR_RPC_RESPONSE,
+                       .result = FR_RPC_ERROR,
+                       .request_id = 3,
+                       .body = (const uint8_t *)"\x12\x09x",
+                       .body_len = 3 };
+    ProtobufCMessage *m;
+    assert_int_equal(fr_rpc_response_unpack(FR_RPC_METADATA, &f, &m, &err), FR_ECORRUPT);
+    assert_msg_has(err, "metadata response: malformed protobuf");
+}
+
+/* Checks m (a sample the caller changed) and expects code and a message part. */
+static void tm_expect_msg(fr_rpc_api api, const ProtobufCMessage *m, int code, const char *part)
+{
+    fr_error err;
+    int rc = fr_rpc_request_check(api, m, &err);
+    if (rc != code) fail_msg("%s: %d, not %d (%s)", fr_rpc_api_name(api), rc, code, err.msg);
+    assert_msg_has(err, part);
+}
+
+/* A fresh sample request of api as type T, in variable v. */
+#define TM_SAMPLE(T, v, api) T *v = (T *)tm_request(api)
+#define tm_expect(api, v, code, part) tm_expect_msg((api), &(v)->base, (code), (part))
+
+static void test_request_checks_tables(void **state)
+{
+    (void)state;
+    {
+        TM_SAMPLE(Firth__CreateDatabaseRequest, m, FR_RPC_CREATE_DATABASE);
+        m->database = "";
+        tm_expect(FR_RPC_CREATE_DATABASE, m, FR_EINVAL,
+                  "create_database request: database is missing");
+        char longname[257];
+        memset(longname, 'a', 256);
+        longname[256] = 0;
+        m->database = longname;
+        tm_expect(FR_RPC_CREATE_DATABASE, m, FR_EINVAL,
+                  "database of 256 bytes is longer than 255 bytes");
+        longname[255] = 0;
+        assert_int_equal(fr_rpc_request_check(FR_RPC_CREATE_DATABASE, &m->base, NULL), 0);
+    }
+    {
+        TM_SAMPLE(Firth__MetadataRequest, m, FR_RPC_METADATA);
+        tm_path2.table = "";
+        tm_expect(FR_RPC_METADATA, m, FR_EINVAL, "metadata request: tables[1]: table is missing");
+    }
+    {
+        TM_SAMPLE(Firth__CreateTableRequest, m, FR_RPC_CREATE_TABLE);
+        m->options[1]->key = NULL;
+        tm_expect(FR_RPC_CREATE_TABLE, m, FR_EINVAL,
+                  "create_table request: options[1]: key is missing");
+    }
+    {
+        TM_SAMPLE(Firth__CreateTableRequest, m, FR_RPC_CREATE_TABLE);
+        m->schema_json = NULL;
+        tm_expect(FR_RPC_CREATE_TABLE, m, FR_EINVAL, "create_table request: schema_json is missing");
+    }
+    {
+        TM_SAMPLE(Firth__CreateTableRequest, m, FR_RPC_CREATE_TABLE);
+        m->primary_key[1] = "";
+        tm_expect(FR_RPC_CREATE_TABLE, m, FR_EINVAL, "primary_key[1]: name is missing");
+    }
+    {
+        TM_SAMPLE(Firth__CreateTableRequest, m, FR_RPC_CREATE_TABLE);
+        m->path = NULL;
+        tm_expect(FR_RPC_CREATE_TABLE, m, FR_EINVAL, "the table path is missing");
+    }
+    {
+        TM_SAMPLE(Firth__ListOffsetsRequest, m, FR_RPC_LIST_OFFSETS);
+        m->spec = 7;
+        tm_expect(FR_RPC_LIST_OFFSETS, m, FR_EINVAL, "offset spec 7 is not");
+    }
+    {
+        TM_SAMPLE(Firth__ListOffsetsRequest, m, FR_RPC_LIST_OFFSETS);
+        m->timestamp_ms = -1;
+        tm_expect(FR_RPC_LIST_OFFSETS, m, FR_EINVAL, "timestamp -1 is negative");
+        m->spec = FIRTH__OFFSET_SPEC__OFFSET_LATEST; /* the timestamp is not looked at then */
+        assert_int_equal(fr_rpc_request_check(FR_RPC_LIST_OFFSETS, &m->base, NULL), 0);
+    }
+    {
+        TM_SAMPLE(Firth__ListOffsetsRequest, m, FR_RPC_LIST_OFFSETS);
+        m->table_id = -3;
+        tm_expect(FR_RPC_LIST_OFFSETS, m, FR_EINVAL, "table id -3 is negative");
+    }
+    {
+        TM_SAMPLE(Firth__ExecuteSqlRequest, m, FR_RPC_EXECUTE_SQL);
+        m->sql = "";
+        tm_expect(FR_RPC_EXECUTE_SQL, m, FR_EINVAL, "execute_sql request: sql is missing");
+    }
+    {
+        TM_SAMPLE(Firth__AuthenticateRequest, m, FR_RPC_AUTHENTICATE);
+        m->auth_bytes.len = FR_RPC_AUTH_BYTES_MAX + 1;
+        tm_expect(FR_RPC_AUTHENTICATE, m, FR_ELIMIT, "auth_bytes of 65537 bytes");
+    }
+}
+
+static void test_request_checks_data(void **state)
+{
+    (void)state;
+    {
+        TM_SAMPLE(Firth__ProduceLogRequest, m, FR_RPC_PRODUCE_LOG);
+        m->buckets[1]->partition_id = -2;
+        tm_expect(FR_RPC_PRODUCE_LOG, m, FR_EINVAL,
+                  "produce_log request: buckets[1]: partition id -2");
+    }
+    {
+        TM_SAMPLE(Firth__ProduceLogRequest, m, FR_RPC_PRODUCE_LOG);
+        m->buckets[1]->bucket = -1;
+        tm_expect(FR_RPC_PRODUCE_LOG, m, FR_EINVAL, "buckets[1]: bucket -1 is negative");
+    }
+    {
+        TM_SAMPLE(Firth__ProduceLogRequest, m, FR_RPC_PRODUCE_LOG);
+        m->buckets[1]->records.len = 0;
+        tm_expect(FR_RPC_PRODUCE_LOG, m, FR_EINVAL, "buckets[1]: records is empty");
+        /* Only the length is looked at by the check: no need for 64 MiB of memory. */
+        m->buckets[1]->records.len = FR_RPC_RECORDS_BYTES_MAX + 1;
+        tm_expect(FR_RPC_PRODUCE_LOG, m, FR_ELIMIT,
+                  "exceeds the record batch limit of 67108864 bytes");
+        m->buckets[1]->records.len = FR_RPC_RECORDS_BYTES_MAX;
+        assert_int_equal(fr_rpc_request_check(FR_RPC_PRODUCE_LOG, &m->base, NULL), 0);
+    }
+    {
+        TM_SAMPLE(Firth__ProduceLogRequest, m, FR_RPC_PRODUCE_LOG);
+        m->writer_id = -2;
+        tm_expect(FR_RPC_PRODUCE_LOG, m, FR_EINVAL, "writer id -2");
+    }
+    {
+        TM_SAMPLE(Firth__ProduceLogRequest, m, FR_RPC_PRODUCE_LOG);
+        m->n_buckets = 0;
+        tm_expect(FR_RPC_PRODUCE_LOG, m, FR_EINVAL, "produce_log request: buckets is empty");
+    }
+    {
+        TM_SAMPLE(Firth__PutKvRequest, m, FR_RPC_PUT_KV);
+        m->target_columns[1] = FR_RPC_COLUMNS_MAX;
+        tm_expect(FR_RPC_PUT_KV, m, FR_EINVAL, "target_columns[1] = 4096 is not a column index");
+    }
+    {
+        TM_SAMPLE(Firth__PutKvRequest, m, FR_RPC_PUT_KV);
+        m->buckets[0]->records.len = 0;
+        tm_expect(FR_RPC_PUT_KV, m, FR_EINVAL, "put_kv request: buckets[0]: records is empty");
+    }
+    {
+        TM_SAMPLE(Firth__FetchLogRequest, m, FR_RPC_FETCH_LOG);
+        m->max_wait_ms = FR_RPC_WAIT_MS_MAX + 1;
+        tm_expect(FR_RPC_FETCH_LOG, m, FR_EINVAL, "max_wait_ms 600001 is outside 0..600000");
+    }
+    {
+        TM_SAMPLE(Firth__FetchLogRequest, m, FR_RPC_FETCH_LOG);
+        m->min_bytes = -1;
+        tm_expect(FR_RPC_FETCH_LOG, m, FR_EINVAL, "min_bytes -1 is negative");
+    }
+    {
+        TM_SAMPLE(Firth__FetchLogRequest, m, FR_RPC_FETCH_LOG);
+        m->tables[0]->buckets[1]->fetch_offset = -5;
+        tm_expect(FR_RPC_FETCH_LOG, m, FR_EINVAL,
+                  "fetch_log request: tables[0]: buckets[1]: fetch offset -5 is negative");
+    }
+    {
+        TM_SAMPLE(Firth__FetchLogRequest, m, FR_RPC_FETCH_LOG);
+        m->tables[0]->projection[0] = -1;
+        tm_expect(FR_RPC_FETCH_LOG, m, FR_EINVAL, "tables[0]: projection[0] = -1");
+    }
+    {
+        TM_SAMPLE(Firth__FetchLogRequest, m, FR_RPC_FETCH_LOG);
+        m->n_tables = 0;
+        tm_expect(FR_RPC_FETCH_LOG, m, FR_EINVAL, "fetch_log request: tables is empty");
+    }
+    {
+        /* 40,000 buckets in each of two tables: each table is fine, the request is not. */
+        TM_SAMPLE(Firth__FetchLogRequest, m, FR_RPC_FETCH_LOG);
+        Firth__FetchBucket **many = calloc(40000, sizeof *many);
+        for (int i = 0; i < 40000; i++) many[i] = m->tables[0]->buckets[0];
+        Firth__FetchTable t2 = *m->tables[0];
+        t2.n_buckets = 40000;
+        t2.buckets = many;
+        Firth__FetchTable *ts[2] = { &t2, &t2 };
+        m->tables = ts;
+        m->n_tables = 2;
+        tm_expect(FR_RPC_FETCH_LOG, m, FR_ELIMIT,
+                  "80000 buckets in all tables exceed the limit of 65536");
+        m->n_tables = 1;
+        assert_int_equal(fr_rpc_request_check(FR_RPC_FETCH_LOG, &m->base, NULL), 0);
+        free(many);
+    }
+    {
+        TM_SAMPLE(Firth__LookupRequest, m, FR_RPC_LOOKUP);
+        m->buckets[0]->keys.len = 0;
+        tm_expect(FR_RPC_LOOKUP, m, FR_EINVAL, "lookup request: buckets[0]: keys is empty");
+    }
+    {
+        TM_SAMPLE(Firth__PrefixLookupRequest, m, FR_RPC_PREFIX_LOOKUP);
+        m->buckets[0]->bucket = -7;
+        tm_expect(FR_RPC_PREFIX_LOOKUP, m, FR_EINVAL,
+                  "prefix_lookup request: buckets[0]: bucket -7");
+    }
+    /* The samples are whole again for the tests after this one. */
+    for (int api = 0; api < FR_RPC_API_COUNT; api++)
+        assert_int_equal(fr_rpc_request_check((fr_rpc_api)api, tm_request(api), NULL), 0);
+}
+
+static void test_request_check_on_the_wire(void **state)
+{
+    (void)state;
+    /* A produce request whose bucket is negative arrives and is answered INVALID. */
+    Firth__ProduceLogRequest m = FIRTH__PRODUCE_LOG_REQUEST__INIT;
+    Firth__ProduceBucket b = FIRTH__PRODUCE_BUCKET__INIT;
+    Firth__ProduceBucket *bs[1] = { &b };
+    b.partition_id = -1;
+    b.bucket = -4;
+    b.records = tm_bytes();
+    m.path = &tm_path;
+    m.writer_id = -1;
+    m.n_buckets = 1;
+    m.buckets = bs;
+    fr_buf body = tm_pack(&m.base);
+    fr_error err;
+    Firth__ErrorCode code;
+    assert_int_equal(tm_unpack_request(FR_RPC_PRODUCE_LOG, 0, body.data, body.len, &code, &err),
+                     FR_EINVAL);
+    assert_int_equal(code, FIRTH__ERROR_CODE__INVALID);
+    assert_msg_has(err, "produce_log request: buckets[0]: bucket -4 is negative");
+    fr_buf_free(&body);
+}
+
+static void test_unpack_memory_budget(void **state)
+{
+    (void)state;
+    /* 2 bytes on the wire per empty FetchTable, ~80 bytes each in memory: over 8x. */
+    size_t n = 1 << 20;
+    uint8_t *body = malloc(n);
+    for (size_t i = 0; i < n; i += 2) {
+        body[i] = 0x0a;
+        body[i + 1] = 0;
+    }
+    fr_error err;
+    Firth__ErrorCode code;
+    assert_int_equal(tm_unpack_request(FR_RPC_FETCH_LOG, 0, body, n, &code, &err), FR_ELIMIT);
+    assert_int_equal(code, FIRTH__ERROR_CODE__LIMIT_EXCEEDED);
+    assert_msg_has(err, "fetch_log request: unpacking 1048576 bytes needs more than 9437184 bytes");
+    /* A few of them fit the budget, and fail the checks instead (no table path). */
+    assert_int_equal(tm_unpack_request(FR_RPC_FETCH_LOG, 0, body, 200, &code, &err), FR_EINVAL);
+    assert_msg_has(err, "tables[0]: the table path is missing");
+    free(body);
+}
+
+static void test_unpack_alloc_failures(void **state)
+{
+    (void)state;
+    fr_buf b = tm_pack(tm_request(FR_RPC_FETCH_LOG));
+    int nomem = 0, ok = 0;
+    for (long k = 1; k < 60; k++) {
+        fr_error err;
+        ProtobufCMessage *m = NULL;
+        fr_alloc_fail_after(k);
+        int rc = fr_rpc_unpack(&firth__fetch_log_request__descriptor, "fetch_log request", b.data,
+                               b.len, &m, &err);
+        fr_alloc_fail_after(0);
+        if (rc == FR_ENOMEM) {
+            assert_null(m);
+            assert_msg_has(err, "fetch_log request: out of memory");
+            nomem++;
+        } else {
+            assert_int_equal(rc, 0);
+            tm_assert_same(m, tm_request(FR_RPC_FETCH_LOG));
+            ok++;
+        }
+        fr_rpc_free(m);
+    }
+    assert_true(nomem >= 5); /* the message, its table, path, buckets... */
+    assert_true(ok > 0);
+    fr_buf_free(&b);
+}
+
+/* ---- error codes --------------------------------------------------------------------------- */
+
+static void test_error_codes(void **state)
+{
+    (void)state;
+    assert_int_equal(fr_rpc_code_from_status(0), FIRTH__ERROR_CODE__NONE);
+    for (int s = FR_EINVAL; s >= FR_EDUPLICATE; s--) {
+        Firth__ErrorCode c = fr_rpc_code_from_status(s);
+        assert_int_equal((int)c, -s);
+        assert_int_equal(fr_rpc_status_from_code(c), s);
+        /* The names say the same thing: EINVAL and INVALID, ENOTFOUND and NOT_FOUND. */
+        assert_non_null(protobuf_c_enum_descriptor_get_value(&firth__error_code__descriptor, c));
+    }
+    assert_string_equal(fr_rpc_code_name(FIRTH__ERROR_CODE__INVALID), "INVALID");
+    assert_string_equal(fr_rpc_code_name(FIRTH__ERROR_CODE__NOT_FOUND), "NOT_FOUND");
+    assert_string_equal(fr_rpc_code_name(FIRTH__ERROR_CODE__DUPLICATE), "DUPLICATE");
+    assert_string_equal(fr_rpc_code_name(FIRTH__ERROR_CODE__UNKNOWN_API), "UNKNOWN_API");
+    assert_string_equal(fr_rpc_code_name(55), "UNKNOWN_ERROR");
+    assert_int_equal(fr_rpc_code_from_status(-99), FIRTH__ERROR_CODE__UNKNOWN_ERROR);
+    assert_int_equal(fr_rpc_status_from_code(FIRTH__ERROR_CODE__UNKNOWN_ERROR), FR_EIO);
+    assert_int_equal(fr_rpc_status_from_code(FIRTH__ERROR_CODE__UNKNOWN_API), FR_EUNSUPPORTED);
+    assert_int_equal(fr_rpc_status_from_code(FIRTH__ERROR_CODE__UNSUPPORTED_VERSION),
+                     FR_EUNSUPPORTED);
+    assert_int_equal(fr_rpc_status_from_code(FIRTH__ERROR_CODE__NOT_AUTHENTICATED), FR_ESTATE);
+    assert_int_equal(fr_rpc_status_from_code(FIRTH__ERROR_CODE__SHUTTING_DOWN), FR_ESTATE);
+    assert_int_equal(fr_rpc_status_from_code(FIRTH__ERROR_CODE__AUTHENTICATION_FAILED),
+                     FR_EINVAL);
+    assert_int_equal(fr_rpc_status_from_code(12345), FR_EIO);
+    assert_int_equal(fr_rpc_status_from_code(-3), FR_EIO);
+    assert_int_equal(fr_rpc_status_from_code(0), 0);
+}
+
+static void test_error_messages(void **state)
+{
+    (void)state;
+    fr_error failure, err;
+    Firth__Error e = FIRTH__ERROR__INIT;
+    fr_fail(&failure, FR_ESYNTAX, "line 3, column 14: unknown column 'x'");
+    fr_rpc_error_set(&e, &failure);
+    assert_int_equal(e.code, FIRTH__ERROR_CODE__SYNTAX_ERROR);
+    assert_int_equal(e.line, 3);
+    assert_int_equal(e.column, 14);
+    assert_string_equal(e.message, "line 3, column 14: unknown column 'x'");
+    /* Context in front of the position is fine; a malformed position is not one. */
+    const struct {
+        const char *msg;
+        int line, column;
+    } cases[] = {
+        { "statement 2: line 12, column 5: bad", 12, 5 },
+        { "pipeline 3, line x, column 5: no; line 1, column 2: yes", 1, 2 },
+        { "line 2, column 3 without a colon", 0, 0 },
+        { "line 0, column 3: zero", 0, 0 },
+        { "line 99999999999, column 3: too big", 0, 0 },
+        { "deadline 2, column 4: close", 2, 4 },
+        { "no position here", 0, 0 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        firth__error__init(&e);
+        fr_fail(&failure, FR_EINVAL, "%s", cases[i].msg);
+        fr_rpc_error_set(&e, &failure);
+        if (e.line != cases[i].line || e.column != cases[i].column)
+            fail_msg("\"%s\": %d, %d", cases[i].msg, e.line, e.column);
+    }
+    /* A failure without a negative code still goes out as an error. */
+    failure.code = 0;
+    fr_rpc_error_set(&e, &failure);
+    assert_int_equal(e.code, FIRTH__ERROR_CODE__IO_ERROR);
+
+    /* And back: the status of the code, the message after what. */
+    firth__error__init(&e);
+    e.code = FIRTH__ERROR_CODE__NOT_FOUND;
+    e.message = "table sales.t does not exist";
+    assert_int_equal(fr_rpc_error_get(&e, "drop_table", &err), FR_ENOTFOUND);
+    assert_string_equal(err.msg, "drop_table: table sales.t does not exist");
+    e.message = "";
+    assert_int_equal(fr_rpc_error_get(&e, "drop_table", &err), FR_ENOTFOUND);
+    assert_string_equal(err.msg, "drop_table: NOT_FOUND");
+    e.code = FIRTH__ERROR_CODE__NONE;
+    e.message = "odd";
+    assert_int_equal(fr_rpc_error_get(&e, "x", &err), FR_EIO);
+    assert_msg_has(err, "an error without a code");
+}
+
+/* ---- seed corpora -------------------------------------------------------------------------- */
+
+static void tm_write_file(const char *dir, const char *name, const uint8_t *p, size_t n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p, 1, n, f), n);
+    fclose(f);
+}
+
+/* fuzz_rpc_message: the first byte is the api (bit 7: a response), the rest the body.
+ * fuzz_rpc_frame: the first byte chooses the direction and the chunking, the rest is a
+ * stream of frames. */
+static void test_write_seeds(void **state)
+{
+    (void)state;
+    const char *dir = getenv("FIRTH_RPC_WRITE_SEEDS");
+    if (!dir) return; /* only when asked to */
+    char sub[400];
+    fr_error err;
+    fr_buf stream_req, stream_resp;
+    fr_buf_init(&stream_req);
+    fr_buf_init(&stream_resp);
+    uint8_t dir_byte = 0;
+    assert_int_equal(fr_buf_append(&stream_req, &dir_byte, 1, &err), 0);
+    dir_byte = 0x81;
+    assert_int_equal(fr_buf_append(&stream_resp, &dir_byte, 1, &err), 0);
+    for (int api = 0; api < FR_RPC_API_COUNT; api++) {
+        for (int resp = 0; resp < 2; resp++) {
+            ProtobufCMessage *m = resp ? tm_response(api) : tm_request(api);
+            fr_buf b;
+            fr_buf_init(&b);
+            uint8_t first = (uint8_t)(api | (resp ? 0x80 : 0));
+            assert_int_equal(fr_buf_append(&b, &first, 1, &err), 0);
+            assert_int_equal(fr_rpc_pack(m, &b, &err), 0);
+            snprintf(sub, sizeof sub, "%s/rpc_message", dir);
+            char name[64];
+            snprintf(name, sizeof name, "%s_%s", fr_rpc_api_name(api), resp ? "response" : "request");
+            tm_write_file(sub, name, b.data, b.len);
+            fr_buf_free(&b);
+            if (resp)
+                assert_int_equal(fr_rpc_write_response(&stream_resp, FR_RPC_SUCCESS, api, m,
+                                                       FR_RPC_FRAME_BYTES_MAX_DEFAULT, &err),
+                                 0);
+            else
+                assert_int_equal(fr_rpc_write_request(&stream_req, api, 0, api, m,
+                                                      FR_RPC_FRAME_BYTES_MAX_DEFAULT, &err),
+                                 0);
+        }
+    }
+    snprintf(sub, sizeof sub, "%s/rpc_frame", dir);
+    tm_write_file(sub, "requests", stream_req.data, stream_req.len);
+    tm_write_file(sub, "responses", stream_resp.data, stream_resp.len);
+    /* Bad frames: a length over the limit, a negative one, a request id < 0, a PART frame
+     * for an api that does not stream. */
+    tm_write_file(sub, "oversized", (const uint8_t *)"\x00\x7f\xff\xff\xff\x00\x01", 7);
+    tm_write_file(sub, "negative", (const uint8_t *)"\x02\xff\xff\xff\xf0\x00\x00\x00\x00", 9);
+    tm_write_file(sub, "bad_request_id",
+                  (const uint8_t *)"\x00\x00\x00\x00\x08\x00\x01\x00\x00\xff\xff\xff\xff", 13);
+    tm_write_file(sub, "part_not_streaming",
+                  (const uint8_t *)"\x81\x00\x00\x00\x05\x02\x00\x00\x00\x0c", 10);
+    fr_buf_free(&stream_req);
+    fr_buf_free(&stream_resp);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_api_table),
+        cmocka_unit_test(test_every_request),
+        cmocka_unit_test(test_every_response),
+        cmocka_unit_test(test_write_seeds),
+        cmocka_unit_test(test_unknown_api_and_version),
+        cmocka_unit_test(test_malformed_bodies),
+        cmocka_unit_test(test_request_checks_tables),
+        cmocka_unit_test(test_request_checks_data),
+        cmocka_unit_test(test_request_check_on_the_wire),
+        cmocka_unit_test(test_unpack_memory_budget),
+        cmocka_unit_test(test_unpack_alloc_failures),
+        cmocka_unit_test(test_error_codes),
+        cmocka_unit_test(test_error_messages),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
