@@ -126,14 +126,25 @@ static int plan_sets(const sql_stmt *st, dml_plan *p, fr_error *err)
     return 0;
 }
 
+/* Whether some column outside the key is NOT NULL (a partial update is then refused). */
+static bool has_not_null_value_column(const dml_plan *p)
+{
+    for (int c = 0; c < p->nfields; c++)
+        if (!is_key_column(p->table, c) && !fr_schema_field(p->schema, c)->type.nullable)
+            return true;
+    return false;
+}
+
 /* The target columns of UPDATE's writes: the key and the SET columns, for the merge
  * engines that merge partial rows; none (whole rows) otherwise or when that is every
- * column. */
+ * column. With last_row a whole row (the stored one with the new values) is the same
+ * write, and it is what a table with NOT NULL columns outside its key takes. */
 static int plan_targets(dml_plan *p, fr_error *err)
 {
     char merge[64];
     sql_table_merge_engine(p->table, merge, sizeof merge);
     if (strcmp(merge, "last_row") != 0 && strcmp(merge, "aggregation") != 0) return 0;
+    if (strcmp(merge, "last_row") == 0 && has_not_null_value_column(p)) return 0;
     int n = 0;
     for (int c = 0; c < p->nfields; c++) n += p->set_of[c] >= 0 || is_key_column(p->table, c);
     if (n == p->nfields) return 0;

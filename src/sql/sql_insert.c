@@ -2,9 +2,9 @@
  * constant expressions), converts it to its column's type, builds batches and appends them
  * to a log table or upserts them into a primary-key table. Into a primary-key table, a
  * column list that leaves columns out is a partial update: only the named columns are set
- * (the target columns), the others keep their stored values; the rules and messages are
- * Fluss's (the key among the targets, the omitted columns nullable, the merge engine one
- * that merges partial rows).
+ * (the target columns), the others keep their stored values; the rules are Fluss's (the
+ * key among the targets, every other column nullable, a merge engine that merges partial
+ * rows).
  *
  * Invariant: every value of every row is checked before the first byte is written, so a
  * bad value (wrong type, out of range, NULL into NOT NULL) writes nothing. Rows are
@@ -137,13 +137,17 @@ static int plan_partial_update(const sql_stmt *st, insert_plan *p, fr_error *err
                            "a partial update must name every primary key column: the insert "
                            "columns are %s, the primary key columns %s", names, keys);
     }
+    /* A column left out keeps its value, or is NULL for a new key; as in Fluss, every
+     * column outside the key must then be nullable. */
     for (int c = 0; c < p->nfields; c++) {
         const fr_field *f = fr_schema_field(p->schema, c);
-        if (p->value_of[c] < 0 && !f->type.nullable)
+        bool key = false;
+        for (int i = 0; i < npk && !key; i++) key = pk[i] == c;
+        if (!key && !f->type.nullable)
             return sql_fail_at(err, FR_EINVAL, st->table.pos,
-                               "a partial update leaves the columns it does not name as they "
-                               "are, or NULL for a new key, so they must be nullable; column "
-                               "'%s' is NOT NULL: add it to the column list", f->name);
+                               "a partial update needs every column outside the primary key to "
+                               "be nullable, and column '%s' is NOT NULL: name every column in "
+                               "INSERT INTO", f->name);
     }
     return 0;
 }
