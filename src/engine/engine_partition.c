@@ -418,9 +418,9 @@ int fr_partition_value_canon(const fr_table *t, int key, const char *text, size_
     if (fr_value_parse(text, len, &f->type, &v, &e2) < 0) {
         char tn[64];
         fr_type_format(&f->type, false, tn, sizeof tn);
-        return fr_fail(err, FR_EINVAL, "table %s: '%.*s' is not a %s value for partition "
-                       "column '%s': %s", t->qname, (int)(len < 64 ? len : 64), text, tn,
-                       f->name, e2.msg);
+        return fr_fail(err, FR_EINVAL, "table %s: '%.*s' is not a value of type %s for "
+                       "partition column '%s': %s", t->qname, (int)(len < 64 ? len : 64), text,
+                       tn, f->name, e2.msg);
     }
     return fr_partition_value_text(t, key, &v, creating, out, err);
 }
@@ -547,6 +547,7 @@ static int partitioned_table(fr_engine *e, const char *db, const char *name, fr_
     if ((*out)->conf.npart == 0) {
         int rc = fr_fail(err, FR_EINVAL, "table %s is not partitioned", (*out)->qname);
         fr_table_release(*out);
+        *out = NULL;
         return rc;
     }
     return FR_OK;

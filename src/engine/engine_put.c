@@ -111,12 +111,44 @@ static int row_partition_texts(const fr_table *t, const fr_batch *b, const int *
     return FR_OK;
 }
 
+/* Before any partition is created for a batch: every row names a partition that exists or
+ * may be created now, so that a bad row fails the batch with nothing created. */
+static int check_new_partitions(fr_table *t, const fr_batch *b, const int *cols, fr_error *err)
+{
+    fr_buf texts, prev;
+    fr_buf_init(&texts);
+    fr_buf_init(&prev);
+    char **values = fr_calloc((size_t)t->conf.npart + 1, sizeof *values);
+    int rc = values ? FR_OK : fr_fail(err, FR_ENOMEM, "out of memory routing rows");
+    int64_t now = fr_now_ms();
+    for (int64_t row = 0; rc == FR_OK && row < fr_batch_num_rows(b); row++) {
+        rc = row_partition_texts(t, b, cols, row, &texts, values, err);
+        if (rc < 0 || (prev.len == texts.len && memcmp(prev.data, texts.data, texts.len) == 0))
+            continue;
+        fr_buf_reset(&prev);
+        rc = fr_buf_append(&prev, texts.data, texts.len, err);
+        fr_tpart *p = rc == FR_OK ? fr_table_find_part(t, values) : NULL;
+        if (p) {
+            fr_tpart_release(p);
+            continue;
+        }
+        if (rc == FR_OK && t->conf.dynamic_partitions)
+            rc = fr_autop_check_new(t, values, now, err);
+        /* Without dynamic creation, the routing pass refuses the row with its message. */
+    }
+    fr_buf_free(&texts);
+    fr_buf_free(&prev);
+    fr_free(values);
+    return rc;
+}
+
 /* Routes every row of b. create: partitions that do not exist are created (or the call
  * fails); otherwise their rows get part -1. */
 static int route_rows(fr_table *t, const fr_batch *b, const route_cols *rc_cols, bool create,
                       route *r, fr_error *err)
 {
     int64_t rows = fr_batch_num_rows(b);
+    if (create && t->conf.npart > 0) FR_TRY(check_new_partitions(t, b, rc_cols->part, err));
     FR_TRY(route_init(r, rows, err));
     fr_buf texts, prev, scratch;
     fr_buf_init(&texts);
