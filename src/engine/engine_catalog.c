@@ -384,7 +384,7 @@ static int id_cmp(const void *a, const void *b)
 static int check_partition_ids(loader *l, json_t *root)
 {
     fr_engine *e = l->e;
-    qsort(l->part_ids, (size_t)l->nids, sizeof *l->part_ids, id_cmp);
+    if (l->nids > 1) qsort(l->part_ids, (size_t)l->nids, sizeof *l->part_ids, id_cmp);
     for (int64_t i = 1; i < l->nids; i++)
         if (l->part_ids[i] == l->part_ids[i - 1])
             return bad(l, "partition id %" PRId64 " is used twice", l->part_ids[i]);
