@@ -122,6 +122,7 @@ static inline void kt_close(kt_bucket *b, bool flush)
 static inline void kt_bucket_free(kt_bucket *b)
 {
     if (b->kv) kt_close(b, true);
+    if (b->log) fr_log_close(b->log); /* an open that failed after the log */
     fr_error err;
     fr_remove_tree(b->root, &err);
     free(b->root);
