@@ -3,11 +3,16 @@
  * remote client. docs/SQL.md is the reference of the dialect.
  *
  * Statements (this layer grows with the project): CREATE DATABASE [IF NOT EXISTS] d;
- * CREATE TABLE [IF NOT EXISTS] [d.]t (col TYPE [NOT NULL] [COMMENT 'c'], ...) [WITH ('k'='v',
- * ...)] (PRIMARY KEY and PARTITIONED BY parse but are FR_EUNSUPPORTED for now);
- * DROP DATABASE [IF EXISTS] d [CASCADE|RESTRICT]; DROP TABLE [IF EXISTS] t; SHOW DATABASES;
- * SHOW TABLES [FROM d]; SHOW CREATE TABLE t; DESCRIBE|DESC t; USE d;
- * INSERT INTO t [(cols)] VALUES (...), ...; SELECT items [FROM t [WHERE e]] [LIMIT n].
+ * CREATE TABLE [IF NOT EXISTS] [d.]t (col TYPE [NOT NULL] [PRIMARY KEY NOT ENFORCED]
+ * [COMMENT 'c'], ..., [PRIMARY KEY (cols) NOT ENFORCED]) [PARTITIONED BY (cols)]
+ * [WITH ('k'='v', ...)]; DROP DATABASE [IF EXISTS] d [CASCADE|RESTRICT];
+ * DROP TABLE [IF EXISTS] t; ALTER TABLE t ADD [IF NOT EXISTS] PARTITION (k = v, ...) ...;
+ * ALTER TABLE t DROP [IF EXISTS] PARTITION (k = v, ...), ...; SHOW DATABASES;
+ * SHOW TABLES [FROM d]; SHOW PARTITIONS t [PARTITION (...)]; SHOW CREATE TABLE t;
+ * DESCRIBE|DESC t; USE d; INSERT INTO t [(cols)] VALUES (...), ... (an upsert, partial when
+ * the columns leave some out, into a primary-key table); [EXPLAIN] SELECT items [FROM t
+ * [WHERE e]] [LIMIT n] (t may be t$changelog); [EXPLAIN] UPDATE t SET c = e, ... [WHERE e]
+ * and [EXPLAIN] DELETE FROM t [WHERE e] on primary-key tables.
  * Several statements are separated by ';'.
  *
  * Errors of a statement carry its position: "line 3, column 14: unknown column 'x'". */
