@@ -33,15 +33,25 @@ typedef struct fr_engine_options {
 } fr_engine_options;
 
 void fr_engine_options_default(fr_engine_options *o);
+/* Sets one configuration key from its text (docs/CONFIGURATION.md): "log.flush" (append,
+ * interval, none), "log.flush.interval" (a duration), "log.segment.bytes" (a size),
+ * "log.retention.check-interval" (a duration, 0 off). An unknown key or a bad value is
+ * FR_EINVAL with a message naming the key; o is then unchanged. */
+int fr_engine_options_set(fr_engine_options *o, const char *key, const char *value,
+                          fr_error *err);
+/* The i-th configuration key (0-based), or NULL past the last. */
+const char *fr_engine_option_key(int i);
 
 /* Opens or creates a data dir. A dir that exists but holds something other than a firth
  * data dir (no meta/FIRTH marker and not empty), or a catalog that does not parse, is
  * FR_EINVAL with a message saying which file and what to do. A new data dir starts with one
  * database, "default". The data dir is locked (flock on meta/LOCK) while open: a second
  * open, from this or another process, is FR_ESTATE naming the holder's pid. Open runs one
- * retention pass and starts the background retention thread. */
+ * retention pass and starts the background thread (retention, auto-partitioning, and the
+ * timed flush under FR_FLUSH_INTERVAL). */
 int fr_engine_open(const fr_engine_options *opts, fr_engine **out, fr_error *err);
-/* Stops the retention thread, releases the catalog's table handles and the lock. Every
+/* Stops the background thread, flushes every open log (unless `log.flush` is none),
+ * releases the catalog's table handles and the lock. Every
  * handle from fr_engine_get_table should be released before; one that is not keeps its
  * logs open until released, but the data dir is no longer locked for it. */
 void fr_engine_close(fr_engine *e);
@@ -180,6 +190,11 @@ int fr_table_scan(fr_table *t, const fr_scan_spec *spec, fr_scan_fn fn, void *ct
  * handle). NULL when the bucket is out of range or its log fails to open (the reason is
  * logged as a warning). */
 fr_log *fr_table_log(fr_table *t, int bucket);
+
+/* Makes every batch appended so far durable: one flush of each open log. With `log.flush`
+ * = interval the engine's background thread runs this every flush interval (an idle log
+ * would otherwise keep its unflushed tail), and close runs it once more. */
+int fr_engine_flush(fr_engine *e, fr_error *err);
 
 /* Runs retention on every table now (the server also runs it on a timer). */
 int fr_engine_enforce_retention(fr_engine *e, fr_error *err);

@@ -204,7 +204,8 @@ static void init_stop_signal(fr_engine *e)
 
 static int start_retention(fr_engine *e, fr_error *err)
 {
-    if (e->opts.retention_check_interval_ms <= 0 && e->opts.auto_partition_check_interval_ms <= 0)
+    if (e->opts.retention_check_interval_ms <= 0 && e->opts.auto_partition_check_interval_ms <= 0 &&
+        e->opts.flush != FR_FLUSH_INTERVAL)
         return FR_OK;
     int rc = pthread_create(&e->retention_thread, NULL, retention_main, e);
     FR_CHECK(rc == 0, FR_EIO, err, "start the retention thread: %s", strerror(rc));
@@ -216,6 +217,8 @@ int fr_engine_open(const fr_engine_options *opts, fr_engine **out, fr_error *err
 {
     FR_CHECK(opts && opts->data_dir && opts->data_dir[0], FR_EINVAL, err,
              "no data dir given");
+    FR_CHECK(opts->flush != FR_FLUSH_INTERVAL || opts->flush_interval_ms > 0, FR_EINVAL, err,
+             "log.flush.interval of %lld ms must be positive", (long long)opts->flush_interval_ms);
     size_t dl = strlen(opts->data_dir);
     while (dl > 1 && opts->data_dir[dl - 1] == '/') dl--;
     FR_CHECK(dl < FR_ENGINE_PATH_BYTES_MAX - 512, FR_EINVAL, err, "data dir path too long");
@@ -281,6 +284,11 @@ void fr_engine_close(fr_engine *e)
         pthread_mutex_unlock(&e->stop_mu);
         pthread_join(e->retention_thread, NULL);
     }
+    /* Logs close (and flush) with their last handle, which a caller may still hold: what
+     * was appended is made durable here all the same. */
+    fr_error ferr = {0};
+    if (e->opts.flush != FR_FLUSH_NONE && e->tables && fr_engine_flush(e, &ferr) < 0)
+        FR_WARN("closing the engine: %s", ferr.msg);
     if (e->link) { /* tables still held can no longer reach the catalog */
         pthread_mutex_lock(&e->link->mu);
         e->link->e = NULL;
@@ -715,6 +723,8 @@ static int run_retention(fr_engine *e, fr_error *err)
     return fr_engine_enforce_retention(e, err);
 }
 
+static int run_flush(fr_engine *e, fr_error *err) { return fr_engine_flush(e, err); }
+
 static int run_auto_partition(fr_engine *e, fr_error *err)
 {
     return fr_engine_auto_partition_pass(e, fr_now_ms(), err);
@@ -733,6 +743,8 @@ static void *retention_main(void *arg)
     bg_job jobs[] = {
         {"retention", e->opts.retention_check_interval_ms, 0, run_retention},
         {"auto-partitioning", e->opts.auto_partition_check_interval_ms, 0, run_auto_partition},
+        {"log flush", e->opts.flush == FR_FLUSH_INTERVAL ? e->opts.flush_interval_ms : 0, 0,
+         run_flush},
     };
     int njobs = (int)(sizeof jobs / sizeof *jobs);
     int64_t now = mono_ms();

@@ -767,6 +767,128 @@ static void test_retention_thread(void **state)
     kit_rmdir(dir);
 }
 
+/* ---- flush policy and configuration keys ------------------------------------------------ */
+
+static fr_engine *open_flush(const char *dir, fr_flush_mode mode, int64_t interval_ms)
+{
+    fr_engine_options o;
+    fr_engine_options_default(&o);
+    o.data_dir = dir;
+    o.flush = mode;
+    o.flush_interval_ms = interval_ms;
+    o.retention_check_interval_ms = 0;
+    fr_engine *e = NULL;
+    fr_error err = {0};
+    KIT_CHECK(fr_engine_open(&o, &e, &err), err);
+    return e;
+}
+
+/* Under log.flush = interval an idle log's last append is fsync'd by the engine's timer,
+ * without a further append; with a long interval nothing is, until close. */
+static void test_flush_interval(void **state)
+{
+    (void)state;
+    char *dir = kit_tmpdir("flushint");
+    fr_engine *e = open_flush(dir, FR_FLUSH_INTERVAL, 20);
+    kit_create_table(e, "default", "t", NULL, 0);
+    fr_table *t = kit_table(e, "default", "t");
+    fr_batch *b = kit_batch(0, 10);
+    append(t, b, FR_NO_WRITER, -1);
+    fr_log *log = fr_table_log(t, 0);
+    int64_t before = fr_log_fsync_count(log);
+    /* The timer runs every 20 ms; allow it a generous 10 s on a busy machine. */
+    for (int i = 0; i < 1000 && fr_log_fsync_count(log) == before; i++) usleep(10000);
+    assert_true(fr_log_fsync_count(log) > before);
+    fr_table_release(t);
+    fr_engine_close(e);
+
+    /* The same with an interval of an hour: no fsync on the timer, one at close, even
+     * while a handle keeps the log open. */
+    e = open_flush(dir, FR_FLUSH_INTERVAL, 3600 * 1000);
+    t = kit_table(e, "default", "t");
+    append(t, b, FR_NO_WRITER, -1);
+    log = fr_table_log(t, 0);
+    before = fr_log_fsync_count(log);
+    usleep(100 * 1000);
+    assert_int_equal(fr_log_fsync_count(log), before);
+    fr_engine_close(e);
+    assert_true(fr_log_fsync_count(log) > before);
+    fr_table_release(t);
+
+    /* log.flush = none: close leaves it to the OS. */
+    e = open_flush(dir, FR_FLUSH_NONE, 1000);
+    t = kit_table(e, "default", "t");
+    append(t, b, FR_NO_WRITER, -1);
+    log = fr_table_log(t, 0);
+    before = fr_log_fsync_count(log);
+    fr_engine_close(e);
+    assert_int_equal(fr_log_fsync_count(log), before);
+    fr_table_release(t);
+    fr_batch_free(b);
+    kit_rmdir(dir);
+}
+
+static void expect_option_error(const char *key, const char *value, const char *says)
+{
+    fr_engine_options o, before;
+    fr_engine_options_default(&o);
+    before = o;
+    fr_error err = {0};
+    assert_int_equal(fr_engine_options_set(&o, key, value, &err), FR_EINVAL);
+    if (!strstr(err.msg, says)) fail_msg("%s = %s: '%s' lacks '%s'", key, value, err.msg, says);
+    assert_int_equal(o.flush, before.flush);
+    assert_int_equal(o.flush_interval_ms, before.flush_interval_ms);
+    assert_int_equal(o.segment_bytes, before.segment_bytes);
+    assert_int_equal(o.retention_check_interval_ms, before.retention_check_interval_ms);
+}
+
+static void test_options_set(void **state)
+{
+    (void)state;
+    fr_engine_options o;
+    fr_engine_options_default(&o);
+    assert_int_equal(o.flush, FR_FLUSH_EVERY_APPEND);
+    fr_error err = {0};
+    KIT_CHECK(fr_engine_options_set(&o, "log.flush", "none", &err), err);
+    assert_int_equal(o.flush, FR_FLUSH_NONE);
+    KIT_CHECK(fr_engine_options_set(&o, "log.flush", "INTERVAL", &err), err);
+    assert_int_equal(o.flush, FR_FLUSH_INTERVAL);
+    KIT_CHECK(fr_engine_options_set(&o, "log.flush", "append", &err), err);
+    assert_int_equal(o.flush, FR_FLUSH_EVERY_APPEND);
+    KIT_CHECK(fr_engine_options_set(&o, "log.flush.interval", "250ms", &err), err);
+    assert_int_equal(o.flush_interval_ms, 250);
+    KIT_CHECK(fr_engine_options_set(&o, "log.flush.interval", "2s", &err), err);
+    assert_int_equal(o.flush_interval_ms, 2000);
+    KIT_CHECK(fr_engine_options_set(&o, "log.segment.bytes", "64mb", &err), err);
+    assert_int_equal(o.segment_bytes, 64LL << 20);
+    KIT_CHECK(fr_engine_options_set(&o, "log.retention.check-interval", "1min", &err), err);
+    assert_int_equal(o.retention_check_interval_ms, 60000);
+    KIT_CHECK(fr_engine_options_set(&o, "log.retention.check-interval", "0", &err), err);
+    assert_int_equal(o.retention_check_interval_ms, 0);
+
+    expect_option_error("log.flush", "sometimes", "log.flush: 'sometimes' is not a flush policy");
+    expect_option_error("log.flush.interval", "0", "log.flush.interval");
+    expect_option_error("log.flush.interval", "soon", "log.flush.interval");
+    expect_option_error("log.segment.bytes", "3gb", "log.segment.bytes");
+    expect_option_error("log.segment.bytes", "0", "log.segment.bytes");
+    expect_option_error("log.retention.check-interval", "-5s", "log.retention.check-interval");
+    expect_option_error("log.flushes", "none", "unknown configuration key 'log.flushes'");
+    for (int i = 0; fr_engine_option_key(i); i++) assert_true(i < 4);
+    assert_string_equal(fr_engine_option_key(0), "log.flush");
+    assert_null(fr_engine_option_key(4));
+
+    /* The engine refuses an interval policy without a positive interval. */
+    char *dir = kit_tmpdir("flushopt");
+    fr_engine_options_default(&o);
+    o.data_dir = dir;
+    o.flush = FR_FLUSH_INTERVAL;
+    o.flush_interval_ms = 0;
+    fr_engine *e = NULL;
+    assert_int_equal(fr_engine_open(&o, &e, &err), FR_EINVAL);
+    assert_null(e);
+    kit_rmdir(dir);
+}
+
 /* ---- drop while held ------------------------------------------------------------------- */
 
 static void test_drop_while_held(void **state)
@@ -875,6 +997,8 @@ int main(void)
         cmocka_unit_test(test_append_encoded),
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_retention_thread),
+        cmocka_unit_test(test_flush_interval),
+        cmocka_unit_test(test_options_set),
         cmocka_unit_test(test_drop_while_held),
         cmocka_unit_test(test_concurrent_appends),
     };

@@ -1,0 +1,94 @@
+/* engine_config.c — the engine's configuration keys ("log.flush", "log.flush.interval",
+ * "log.segment.bytes", "log.retention.check-interval"): parsing one key's text value into
+ * fr_engine_options, for the command line, the public API and later the server's config
+ * file. docs/CONFIGURATION.md lists the keys with their defaults and meanings; a key added
+ * here is added there.
+ *
+ * A value is checked against the same limits the engine and the log apply when they open,
+ * so a bad value is reported where the user typed it, naming the key. */
+#include "engine/engine_int.h"
+
+#include <strings.h>
+
+/* The log's own limit: offset-index positions are 32-bit. */
+#define FR_ENGINE_SEGMENT_BYTES_MAX ((int64_t)1 << 31)
+
+static int set_flush(fr_engine_options *o, const char *key, const char *value, fr_error *err)
+{
+    if (strcasecmp(value, "append") == 0) o->flush = FR_FLUSH_EVERY_APPEND;
+    else if (strcasecmp(value, "interval") == 0) o->flush = FR_FLUSH_INTERVAL;
+    else if (strcasecmp(value, "none") == 0) o->flush = FR_FLUSH_NONE;
+    else
+        return fr_fail(err, FR_EINVAL, "%s: '%s' is not a flush policy; use append, interval "
+                       "or none", key, value);
+    return FR_OK;
+}
+
+static int set_duration(const char *key, const char *value, int64_t min, int64_t *out,
+                        fr_error *err)
+{
+    int64_t ms;
+    fr_error perr = {0};
+    if (fr_parse_duration_ms(value, &ms, &perr) < 0)
+        return fr_fail(err, FR_EINVAL, "%s: %s", key, perr.msg);
+    FR_CHECK(ms >= min, FR_EINVAL, err, "%s: %s is too short; give at least %lld ms", key,
+             value, (long long)min);
+    *out = ms;
+    return FR_OK;
+}
+
+static int set_flush_interval(fr_engine_options *o, const char *key, const char *value,
+                              fr_error *err)
+{
+    return set_duration(key, value, 1, &o->flush_interval_ms, err);
+}
+
+static int set_segment_bytes(fr_engine_options *o, const char *key, const char *value,
+                             fr_error *err)
+{
+    int64_t n;
+    fr_error perr = {0};
+    if (fr_parse_bytes(value, &n, &perr) < 0)
+        return fr_fail(err, FR_EINVAL, "%s: %s", key, perr.msg);
+    FR_CHECK(n >= 1 && n <= FR_ENGINE_SEGMENT_BYTES_MAX, FR_EINVAL, err,
+             "%s: %s is outside 1 byte..2gb", key, value);
+    o->segment_bytes = n;
+    return FR_OK;
+}
+
+static int set_retention_check(fr_engine_options *o, const char *key, const char *value,
+                               fr_error *err)
+{
+    /* 0 turns the background pass off (it still runs once at open). */
+    return set_duration(key, value, 0, &o->retention_check_interval_ms, err);
+}
+
+typedef struct engine_key {
+    const char *key;
+    int (*set)(fr_engine_options *o, const char *key, const char *value, fr_error *err);
+} engine_key;
+
+static const engine_key ENGINE_KEYS[] = {
+    {"log.flush", set_flush},
+    {"log.flush.interval", set_flush_interval},
+    {"log.segment.bytes", set_segment_bytes},
+    {"log.retention.check-interval", set_retention_check},
+};
+#define ENGINE_NKEYS ((int)(sizeof ENGINE_KEYS / sizeof ENGINE_KEYS[0]))
+
+int fr_engine_options_set(fr_engine_options *o, const char *key, const char *value,
+                          fr_error *err)
+{
+    FR_CHECK(key != NULL && value != NULL, FR_EINVAL, err, "configuration: a NULL key or value");
+    for (int i = 0; i < ENGINE_NKEYS; i++)
+        if (strcmp(ENGINE_KEYS[i].key, key) == 0) return ENGINE_KEYS[i].set(o, key, value, err);
+    return fr_fail(err, FR_EINVAL,
+                   "unknown configuration key '%s'; the keys are log.flush, log.flush.interval, "
+                   "log.segment.bytes and log.retention.check-interval",
+                   key);
+}
+
+const char *fr_engine_option_key(int i)
+{
+    return i >= 0 && i < ENGINE_NKEYS ? ENGINE_KEYS[i].key : NULL;
+}
