@@ -256,21 +256,28 @@ static int append_partitioned(fr_table *t, const fr_batch *b, int64_t writer_id,
         rc = append_to(t, parts[0], b, writer_id, seq, appended, err);
         goto done;
     }
+    /* A counting sort groups the row numbers by partition, keeping their order. */
     int64_t *idx = fr_malloc((size_t)rows * sizeof *idx);
-    if (!idx) {
+    int64_t *start = fr_calloc((size_t)nparts + 1, sizeof *start);
+    if (!idx || !start) {
+        fr_free(idx);
+        fr_free(start);
         rc = fr_fail(err, FR_ENOMEM, "out of memory splitting %" PRId64 " rows", rows);
         goto done;
     }
+    for (int64_t r = 0; r < rows; r++) start[part_of[r] + 1]++;
+    for (int p = 0; p < nparts; p++) start[p + 1] += start[p];
+    for (int64_t r = 0; r < rows; r++) idx[start[part_of[r]]++] = r;
+    /* start[p] is now the end of partition p's rows, which begin at start[p - 1] (or 0). */
     for (int p = 0; rc == FR_OK && p < nparts; p++) {
-        int64_t n = 0;
-        for (int64_t r = 0; r < rows; r++)
-            if (part_of[r] == p) idx[n++] = r;
+        int64_t from = p == 0 ? 0 : start[p - 1];
         fr_batch *sub = NULL;
-        rc = fr_engine_take(b, idx, n, &sub, err);
+        rc = fr_engine_take(b, idx + from, start[p] - from, &sub, err);
         if (rc == FR_OK) rc = append_to(t, parts[p], sub, writer_id, seq, appended, err);
         fr_batch_free(sub);
     }
     fr_free(idx);
+    fr_free(start);
 done:
     fr_free(part_of);
     fr_tparts_release(parts, nparts);
