@@ -116,11 +116,38 @@ static ProtobufCAllocator fr_rpc_free_allocator = { fr_rpc_alloc_unbounded, fr_r
 int fr_rpc_pack(const ProtobufCMessage *m, fr_buf *out, fr_error *err)
 {
     size_t n = protobuf_c_message_get_packed_size(m);
+    if (n == 0) return 0; /* an empty message: nothing to write, maybe no buffer yet */
     FR_TRY(fr_buf_reserve(out, n, err));
     size_t packed = protobuf_c_message_pack(m, out->data + out->len);
     assert(packed == n);
     out->len += packed;
     return 0;
+}
+
+/* protobuf-c keeps fields it does not know, so that they pack again; it also keeps field
+ * number 0 when the tag is spelled with more than one byte, which is not protobuf (and
+ * which it refuses in one byte). Refuse it everywhere in the tree. */
+static bool fr_rpc_has_field_zero(const ProtobufCMessage *m, int depth)
+{
+    if (depth > 16) return true; /* no message of firth.proto nests this deep */
+    for (unsigned i = 0; i < m->n_unknown_fields; i++)
+        if (m->unknown_fields[i].tag == 0) return true;
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[i];
+        if (f->type != PROTOBUF_C_TYPE_MESSAGE) continue;
+        const char *base = (const char *)m;
+        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+            size_t n = *(const size_t *)(base + f->quantifier_offset);
+            ProtobufCMessage *const *subs = *(ProtobufCMessage *const *const *)(base + f->offset);
+            for (size_t j = 0; j < n; j++)
+                if (fr_rpc_has_field_zero(subs[j], depth + 1)) return true;
+        } else {
+            const ProtobufCMessage *sub = *(ProtobufCMessage *const *)(base + f->offset);
+            if (sub && fr_rpc_has_field_zero(sub, depth + 1)) return true;
+        }
+    }
+    return false;
 }
 
 int fr_rpc_unpack(const ProtobufCMessageDescriptor *d, const char *what, const uint8_t *p, size_t n,
@@ -140,6 +167,11 @@ int fr_rpc_unpack(const ProtobufCMessageDescriptor *d, const char *what, const u
                            "%s: unpacking %zu bytes needs more than %zu bytes of memory", what, n,
                            budget.limit);
         return fr_fail(err, FR_ECORRUPT, "%s: malformed protobuf body of %zu bytes", what, n);
+    }
+    if (fr_rpc_has_field_zero(m, 0)) {
+        fr_rpc_free(m);
+        return fr_fail(err, FR_ECORRUPT,
+                       "%s: malformed protobuf body of %zu bytes (a field numbered 0)", what, n);
     }
     *out = m;
     return 0;

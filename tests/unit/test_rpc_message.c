@@ -740,6 +740,24 @@ static void test_malformed_bodies(void **state)
             assert_msg_has(err, want);
         }
     }
+    /* Field number 0, which protobuf-c keeps when its tag takes two bytes (found by fuzzing):
+     * at the top and inside a bucket of a produce request. */
+    {
+        fr_error e2;
+        Firth__ErrorCode c2;
+        assert_int_equal(tm_unpack_request(FR_RPC_METADATA, 0, (const uint8_t *)"\x82\x00\x00", 3,
+                                           &c2, &e2),
+                         FR_ECORRUPT);
+        assert_msg_has(e2, "metadata request: malformed protobuf body of 3 bytes (a field numbered 0)");
+        assert_int_equal(tm_unpack_request(FR_RPC_PRODUCE_LOG, 0,
+                                           (const uint8_t *)"\x22\x03\x82\x00\x00", 5, &c2, &e2),
+                         FR_ECORRUPT);
+        /* Other unknown fields are kept and ignored: a newer client's fields. */
+        assert_int_equal(tm_unpack_request(FR_RPC_LIST_DATABASES, 0,
+                                           (const uint8_t *)"\xf8\x07\x01\x82\x01\x00", 6, &c2,
+                                           &e2),
+                         0);
+    }
     /* A known field with the wrong wire type: produce_log's buckets (4) as a varint. */
     fr_error err;
     Firth__ErrorCode code;
