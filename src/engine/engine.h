@@ -4,7 +4,9 @@
  *
  * Files:  DATA_DIR/meta/catalog.json        (written atomically: temp, fsync, rename, fsync dir)
  *         DATA_DIR/meta/FIRTH               (format marker: "firth data dir v1")
- *         DATA_DIR/log/<table_id>/b<bucket>/ (one fr_log per bucket)
+ *         DATA_DIR/log/<table_id>[/p<partition_id>]/b<bucket>/ (one fr_log per bucket)
+ *         DATA_DIR/kv/<table_id>[/p<partition_id>]/b<bucket>/  (primary-key tables: one
+ *                                           fr_kv per bucket, over that bucket's log)
  *
  * Thread: every function may be called from any thread. Catalog changes are serialized by
  * one lock; appends to different buckets proceed in parallel; reads never block appends.
@@ -98,6 +100,14 @@ typedef struct fr_table_spec {
  * table.log.retention.bytes (a size; default none). Unknown keys starting with "table." or
  * "bucket." are FR_EINVAL; other keys are kept as given. Known values are stored
  * normalized ("zstd" -> "ZSTD", bucket.key with the schema's column names).
+ * Primary-key and partitioned tables also take table.merge-engine (and its
+ * versioned.ver-column, fields.<col>.agg, fields.<col>.listagg-delimiter),
+ * table.delete.behavior, table.changelog.image, table.partition.dynamic-creation and the
+ * table.auto-partition.* options, checked as Apache Fluss checks them (docs/ENGINE.md lists
+ * them with their defaults); the keys are checked too (partition keys STRING, INT, BIGINT
+ * or DATE and in the primary key; the bucket key without partition columns and, for a
+ * primary-key table, within the primary key, which it defaults to minus the partition
+ * keys). An auto-partitioned table gets its current partitions at once.
  * Names of databases and tables: 1..FR_NAME_BYTES_MAX characters of [A-Za-z0-9_],
  * case-insensitive, stored lower-case. Errors: FR_EINVAL (names, options), FR_ENOTFOUND (no
  * such database), FR_EEXIST (the table exists and !if_not_exists). */
