@@ -86,6 +86,28 @@ typedef struct firth_client firth_client;
 int firth_open(const char *target, firth_client **out, firth_error *err);
 void firth_close(firth_client *c);
 
+/* Configuration: the keys of docs/CONFIGURATION.md ("log.flush" = "interval", ...), the
+ * same keys a server reads from its config file. A firth_config collects keys checked as
+ * they are set; firth_open_config opens with them. */
+typedef struct firth_config firth_config;
+
+int firth_config_new(firth_config **out, firth_error *err);
+/* Sets key to value (both copied as needed; a key set again takes the new value). An
+ * unknown key or a bad value is FIRTH_EINVAL, with a message naming the key, and leaves c
+ * as it was. */
+int firth_config_set(firth_config *c, const char *key, const char *value, firth_error *err);
+void firth_config_free(firth_config *c);
+/* The i-th configuration key (0-based), or NULL past the last: to list or accept them. */
+const char *firth_config_key(int i);
+/* firth_open with a configuration (NULL: the defaults). c is only read; it may be freed
+ * once the call returns. */
+int firth_open_config(const char *target, const firth_config *c, firth_client **out,
+                      firth_error *err);
+/* firth_open with n key/value pairs, set in order as by firth_config_set: an unknown key or
+ * a bad value fails the open, naming the key. */
+int firth_open_opts(const char *target, const char *const *keys, const char *const *values,
+                    int n, firth_client **out, firth_error *err);
+
 /* ---- batches --------------------------------------------------------------------------- */
 
 /* A columnar batch of rows. Owned by whoever receives it; free with firth_batch_free. */

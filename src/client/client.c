@@ -129,7 +129,53 @@ static int target_dir(const char *target, const char **dir, firth_error *err)
     return FIRTH_OK;
 }
 
+/* A configuration is the engine's options, each key checked as it is set. */
+struct firth_config {
+    fr_engine_options opts;
+};
+
+int firth_config_new(firth_config **out, firth_error *err)
+{
+    if (!out) return fail(err, FIRTH_EINVAL, "firth_config_new: a NULL argument");
+    *out = fr_calloc(1, sizeof **out);
+    if (!*out) return fail(err, FIRTH_ENOMEM, "out of memory creating a configuration");
+    fr_engine_options_default(&(*out)->opts);
+    return FIRTH_OK;
+}
+
+int firth_config_set(firth_config *c, const char *key, const char *value, firth_error *err)
+{
+    if (!c) return fail(err, FIRTH_EINVAL, "firth_config_set: no configuration given");
+    fr_error e = {0};
+    if (fr_engine_options_set(&c->opts, key, value, &e) < 0) return firth_error_from(&e, err);
+    return FIRTH_OK;
+}
+
+void firth_config_free(firth_config *c) { fr_free(c); }
+
+const char *firth_config_key(int i) { return fr_engine_option_key(i); }
+
+int firth_open_opts(const char *target, const char *const *keys, const char *const *values,
+                    int n, firth_client **out, firth_error *err)
+{
+    if (n < 0 || (n > 0 && (!keys || !values)))
+        return fail(err, FIRTH_EINVAL, "firth_open_opts: %d keys but no arrays", n);
+    firth_config c;
+    fr_engine_options_default(&c.opts);
+    for (int i = 0; i < n; i++) {
+        int rc = firth_config_set(&c, keys[i], values[i], err);
+        if (rc < 0) return rc;
+    }
+    return firth_open_config(target, &c, out, err);
+}
+
 int firth_open(const char *target, firth_client **out, firth_error *err)
+{
+    return firth_open_config(target, NULL, out, err);
+}
+
+int firth_open_config(const char *target, const firth_config *config, firth_client **out,
+                      firth_error *err)
 {
     const char *dir = NULL;
     int rc = target_dir(target, &dir, err);
@@ -137,7 +183,8 @@ int firth_open(const char *target, firth_client **out, firth_error *err)
     firth_client *c = fr_calloc(1, sizeof *c);
     if (!c) return fail(err, FIRTH_ENOMEM, "out of memory opening %s", target);
     fr_engine_options o;
-    fr_engine_options_default(&o);
+    if (config) o = config->opts;
+    else fr_engine_options_default(&o);
     o.data_dir = dir;
     fr_error e = {0};
     if (fr_engine_open(&o, &c->engine, &e) < 0 ||

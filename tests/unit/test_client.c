@@ -131,6 +131,82 @@ static void test_open(void **state)
     rmtree(dir);
 }
 
+/* The number of segment files (*.log) under dir, at any depth. */
+static int segments_found;
+static int count_segment(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    size_t n = strlen(path);
+    if (flag == FTW_F && n > 4 && strcmp(path + n - 4, ".log") == 0) segments_found++;
+    return 0;
+}
+
+static int count_segments(const char *dir)
+{
+    segments_found = 0;
+    nftw(dir, count_segment, 16, FTW_PHYS);
+    return segments_found;
+}
+
+static void fill(firth_client *c)
+{
+    run(c, "CREATE TABLE t (id BIGINT, s STRING) WITH ('table.log.arrow.compression.type' = 'NONE')");
+    for (int i = 0; i < 6; i++)
+        run(c, "INSERT INTO t VALUES (1, 'a string of some length'), (2, 'another string')");
+}
+
+/* Configuration keys: checked as set, naming the key; applied to the engine. */
+static void test_open_config(void **state)
+{
+    (void)state;
+    char *dir = tmpdir("client_config");
+    firth_error err = {0};
+    firth_client *c = NULL;
+    char target[1200];
+
+    firth_config *cfg = NULL;
+    OK(firth_config_new(&cfg, &err), err);
+    assert_int_equal(firth_config_set(cfg, "log.flushes", "none", &err), FIRTH_EINVAL);
+    assert_non_null(strstr(err.msg, "'log.flushes'"));
+    assert_int_equal(firth_config_set(cfg, "log.flush", "never", &err), FIRTH_EINVAL);
+    assert_non_null(strstr(err.msg, "log.flush"));
+    OK(firth_config_set(cfg, "log.flush", "none", &err), err);
+    OK(firth_config_set(cfg, "log.segment.bytes", "1kb", &err), err);
+    snprintf(target, sizeof target, "%s/small", dir);
+    OK(firth_open_config(target, cfg, &c, &err), err);
+    firth_config_free(cfg);
+    fill(c);
+    firth_close(c);
+    assert_true(count_segments(target) >= 3); /* 6 batches of ~400 bytes, rolled at 1 KiB */
+
+    snprintf(target, sizeof target, "%s/default", dir);
+    OK(firth_open_config(target, NULL, &c, &err), err);
+    fill(c);
+    firth_close(c);
+    assert_int_equal(count_segments(target), 1);
+
+    const char *keys[] = {"log.flush", "log.flush.interval", "log.segment.bytes"};
+    const char *values[] = {"interval", "50ms", "1kb"};
+    snprintf(target, sizeof target, "%s/opts", dir);
+    OK(firth_open_opts(target, keys, values, 3, &c, &err), err);
+    fill(c);
+    firth_close(c);
+    assert_true(count_segments(target) >= 3);
+    const char *bad_values[] = {"interval", "0", "1kb"};
+    assert_int_equal(firth_open_opts(target, keys, bad_values, 3, &c, &err), FIRTH_EINVAL);
+    assert_non_null(strstr(err.msg, "log.flush.interval"));
+    const char *unknown[] = {"log.flush", "table.flush"};
+    assert_int_equal(firth_open_opts(target, unknown, values, 2, &c, &err), FIRTH_EINVAL);
+    assert_non_null(strstr(err.msg, "'table.flush'"));
+
+    int nkeys = 0;
+    while (firth_config_key(nkeys)) nkeys++;
+    assert_int_equal(nkeys, 4);
+    assert_string_equal(firth_config_key(3), "log.retention.check-interval");
+    rmtree(dir);
+}
+
 /* ---- SQL ------------------------------------------------------------------------------- */
 
 static void test_execute(void **state)
@@ -434,6 +510,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open),
+        cmocka_unit_test(test_open_config),
         cmocka_unit_test(test_execute),
         cmocka_unit_test(test_produce_scan),
         cmocka_unit_test(test_batch_round_trip),
