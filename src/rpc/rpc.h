@@ -241,7 +241,7 @@ void fr_rpc_free(ProtobufCMessage *m);
 
 /* Unpacks the body of a request frame for its api: the api must be known (FR_EUNSUPPORTED,
  * *code UNKNOWN_API) and the version within its range (FR_EUNSUPPORTED, *code
- * UNSUPPORTED_VERSION); the body must be well-formed (as fr_rpc_unpack) and pass the api's
+ * UNSUPPORTED_VERSION; api_versions takes any version >= 0); the body must be well-formed (as fr_rpc_unpack) and pass the api's
  * checks: names present and within FR_RPC_NAME_BYTES_MAX, counts within FR_RPC_ITEMS_MAX,
  * buckets >= 0, partition ids >= -1, offsets >= 0, column indexes in range, records
  * within FR_RPC_RECORDS_BYTES_MAX, enums known, waits within FR_RPC_WAIT_MS_MAX

@@ -197,7 +197,11 @@ int fr_rpc_request_unpack(const fr_rpc_frame *f, ProtobufCMessage **out, Firth__
         return fr_fail(err, FR_EUNSUPPORTED, "unknown api key %d (this server knows 0..%d)",
                        f->api_key, FR_RPC_API_COUNT - 1);
     }
-    if (f->api_version < info->min_version || f->api_version > info->max_version) {
+    /* ApiVersions is how a client learns the versions: every version of it is answered
+     * (with this server's newest response), so it must never be refused for its version. */
+    bool any_version = info->key == FR_RPC_API_VERSIONS && f->api_version >= 0;
+    if (!any_version &&
+        (f->api_version < info->min_version || f->api_version > info->max_version)) {
         *code = FIRTH__ERROR_CODE__UNSUPPORTED_VERSION;
         return fr_fail(err, FR_EUNSUPPORTED,
                        "%s version %d is not supported (this server speaks %d..%d)", info->name,

@@ -706,6 +706,10 @@ static void test_unknown_api_and_version(void **state)
     assert_msg_has(err, "produce_log version 1 is not supported (this server speaks 0..0)");
     assert_int_equal(tm_unpack_request(FR_RPC_PRODUCE_LOG, -1, NULL, 0, &code, &err),
                      FR_EUNSUPPORTED);
+    /* api_versions is answered at any version: it is how a client learns them. */
+    assert_int_equal(tm_unpack_request(FR_RPC_API_VERSIONS, 9, NULL, 0, &code, &err), 0);
+    assert_int_equal(tm_unpack_request(FR_RPC_API_VERSIONS, -1, NULL, 0, &code, &err),
+                     FR_EUNSUPPORTED);
     /* An empty body is a valid message of every type; list_databases needs nothing else. */
     assert_int_equal(tm_unpack_request(FR_RPC_LIST_DATABASES, 0, NULL, 0, &code, &err), 0);
     assert_int_equal(code, FIRTH__ERROR_CODE__NONE);
