@@ -177,10 +177,12 @@ int fr_rpc_write_request(fr_buf *out, fr_rpc_api api, int api_version, int32_t r
 int fr_rpc_write_response(fr_buf *out, fr_rpc_result result, int32_t request_id,
                           const ProtobufCMessage *body, int64_t frame_bytes_max,
                           fr_error *err);
-/* Appends an ERROR frame for request_id describing failure (see fr_rpc_error_set); it
- * always fits a valid frame_bytes_max. */
-int fr_rpc_write_error(fr_buf *out, int32_t request_id, const fr_error *failure,
-                       fr_error *err);
+/* Appends an ERROR frame for request_id describing failure (see fr_rpc_error_set) with
+ * code, or with the code of failure's status when code is NONE (pass the code that
+ * fr_rpc_request_unpack gave: UNKNOWN_API is not a status). It always fits a valid
+ * frame_bytes_max. */
+int fr_rpc_write_error(fr_buf *out, int32_t request_id, Firth__ErrorCode code,
+                       const fr_error *failure, fr_error *err);
 
 /* ---- the incremental frame reader ------------------------------------------------------ */
 

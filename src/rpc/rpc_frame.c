@@ -180,10 +180,12 @@ int fr_rpc_write_response(fr_buf *out, fr_rpc_result result, int32_t request_id,
     return fr_rpc_append_frame(out, hdr, sizeof hdr, body, body_len, err);
 }
 
-int fr_rpc_write_error(fr_buf *out, int32_t request_id, const fr_error *failure, fr_error *err)
+int fr_rpc_write_error(fr_buf *out, int32_t request_id, Firth__ErrorCode code,
+                       const fr_error *failure, fr_error *err)
 {
     Firth__Error e = FIRTH__ERROR__INIT;
     fr_rpc_error_set(&e, failure);
+    if (code != FIRTH__ERROR_CODE__NONE) e.code = code;
     /* The message is at most FR_ERROR_MSG_MAX bytes, far below FR_RPC_FRAME_BYTES_MIN. */
     return fr_rpc_write_response(out, FR_RPC_ERROR, request_id, &e.base, FR_RPC_FRAME_BYTES_MIN,
                                  err);

@@ -227,7 +227,7 @@ static void test_write_frames(void **state)
     /* An error frame from a failure. */
     fr_error failure;
     fr_fail(&failure, FR_ENOTFOUND, "table db.t does not exist");
-    assert_int_equal(fr_rpc_write_error(&out, 9, &failure, &err), 0);
+    assert_int_equal(fr_rpc_write_error(&out, 9, FIRTH__ERROR_CODE__NONE, &failure, &err), 0);
     assert_int_equal(fr_rpc_frame_decode(FR_RPC_RESPONSE, out.data, out.len, 4096, &f, &err), 0);
     assert_int_equal(f.result, FR_RPC_ERROR);
     assert_int_equal(f.request_id, 9);

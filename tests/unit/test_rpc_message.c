@@ -1,7 +1,8 @@
 /* test_rpc_message.c — the bodies of the native protocol: the api table, every request and
  * every response packed into a frame and unpacked again, unknown apis and versions,
  * malformed protobuf, the checks each request must pass, the unpacking memory budget,
- * failing allocations, and the error codes with their mapping to FR_E* statuses.
+ * failing allocations, the error codes with their mapping to FR_E* statuses, and the bytes
+ * of the worked example in docs/PROTOCOL.md.
  *
  * With FIRTH_RPC_WRITE_SEEDS=DIR set, the test also writes the seed corpora of fuzz_rpc_frame
  * and fuzz_rpc_message (DIR/rpc_frame, DIR/rpc_message) from the sample messages below. */
@@ -698,6 +699,20 @@ static void test_unknown_api_and_version(void **state)
                      FR_EUNSUPPORTED);
     assert_int_equal(code, FIRTH__ERROR_CODE__UNKNOWN_API);
     assert_msg_has(err, "unknown api key 17");
+    /* The answer carries that code, not the status's (UNSUPPORTED). */
+    fr_buf out;
+    fr_buf_init(&out);
+    fr_error e2;
+    assert_int_equal(fr_rpc_write_error(&out, 5, code, &err, &e2), 0);
+    fr_rpc_frame f;
+    assert_int_equal(fr_rpc_frame_decode(FR_RPC_RESPONSE, out.data, out.len, 4096, &f, &e2), 0);
+    ProtobufCMessage *m;
+    assert_int_equal(fr_rpc_response_unpack(FR_RPC_API_VERSIONS, &f, &m, &e2), 0);
+    assert_int_equal(((Firth__Error *)m)->code, FIRTH__ERROR_CODE__UNKNOWN_API);
+    assert_int_equal(fr_rpc_error_get((Firth__Error *)m, "request 5", &e2), FR_EUNSUPPORTED);
+    assert_msg_has(e2, "request 5: unknown api key 17");
+    fr_rpc_free(m);
+    fr_buf_free(&out);
     assert_int_equal(tm_unpack_request(-5, 0, NULL, 0, &code, &err), FR_EUNSUPPORTED);
     assert_int_equal(code, FIRTH__ERROR_CODE__UNKNOWN_API);
     assert_int_equal(tm_unpack_request(FR_RPC_PRODUCE_LOG, 1, NULL, 0, &code, &err),
@@ -1137,6 +1152,71 @@ static void test_error_messages(void **state)
     assert_msg_has(err, "an error without a code");
 }
 
+/* ---- the worked example of docs/PROTOCOL.md, section 11 ---------------------------------- */
+
+static void tm_assert_bytes(fr_buf *b, const char *hex)
+{
+    uint8_t want[256];
+    size_t n = 0;
+    for (const char *p = hex; *p;) {
+        if (*p == ' ') {
+            p++;
+            continue;
+        }
+        unsigned v;
+        assert_int_equal(sscanf(p, "%2x", &v), 1);
+        want[n++] = (uint8_t)v;
+        p += 2;
+    }
+    assert_int_equal(b->len, n);
+    assert_memory_equal(b->data, want, n);
+    fr_buf_reset(b);
+}
+
+static void test_worked_example(void **state)
+{
+    (void)state;
+    fr_error err, failure;
+    fr_buf b;
+    fr_buf_init(&b);
+    Firth__ListTablesRequest rq = FIRTH__LIST_TABLES_REQUEST__INIT;
+    rq.database = "sales";
+    assert_int_equal(fr_rpc_write_request(&b, FR_RPC_LIST_TABLES, 0, 7, &rq.base,
+                                          FR_RPC_FRAME_BYTES_MAX_DEFAULT, &err),
+                     0);
+    tm_assert_bytes(&b, "00 00 00 0f 00 07 00 00 00 00 00 07 0a 05 73 61 6c 65 73");
+    Firth__ListTablesResponse rs = FIRTH__LIST_TABLES_RESPONSE__INIT;
+    char *tables[2] = { "clicks", "orders" };
+    rs.n_tables = 2;
+    rs.tables = tables;
+    assert_int_equal(fr_rpc_write_response(&b, FR_RPC_SUCCESS, 7, &rs.base,
+                                           FR_RPC_FRAME_BYTES_MAX_DEFAULT, &err),
+                     0);
+    tm_assert_bytes(&b, "00 00 00 15 00 00 00 00 07 0a 06 63 6c 69 63 6b 73 0a 06 6f 72 64 65 72 "
+                        "73");
+    rq.database = "nope";
+    assert_int_equal(fr_rpc_write_request(&b, FR_RPC_LIST_TABLES, 0, 8, &rq.base,
+                                          FR_RPC_FRAME_BYTES_MAX_DEFAULT, &err),
+                     0);
+    tm_assert_bytes(&b, "00 00 00 0e 00 07 00 00 00 00 00 08 0a 04 6e 6f 70 65");
+    fr_fail(&failure, FR_ENOTFOUND, "database nope does not exist");
+    assert_int_equal(fr_rpc_write_error(&b, 8, FIRTH__ERROR_CODE__NONE, &failure, &err), 0);
+    tm_assert_bytes(&b, "00 00 00 25 01 00 00 00 08 08 06 12 1c 64 61 74 61 62 61 73 65 20 6e 6f "
+                        "70 65 20 64 6f 65 73 20 6e 6f 74 20 65 78 69 73 74");
+    Firth__ExecuteSqlRequest sq = FIRTH__EXECUTE_SQL_REQUEST__INIT;
+    sq.sql = "SELEC 1";
+    assert_int_equal(fr_rpc_write_request(&b, FR_RPC_EXECUTE_SQL, 0, 9, &sq.base,
+                                          FR_RPC_FRAME_BYTES_MAX_DEFAULT, &err),
+                     0);
+    tm_assert_bytes(&b, "00 00 00 11 00 0f 00 00 00 00 00 09 0a 07 53 45 4c 45 43 20 31");
+    fr_fail(&failure, FR_ESYNTAX, "line 1, column 1: unknown statement 'SELEC'");
+    assert_int_equal(fr_rpc_write_error(&b, 9, FIRTH__ERROR_CODE__NONE, &failure, &err), 0);
+    tm_assert_bytes(&b, "00 00 00 38 01 00 00 00 09 08 0b 12 2b 6c 69 6e 65 20 31 2c 20 63 6f 6c "
+                        "75 6d 6e 20 31 3a 20 75 6e 6b 6e 6f 77 6e 20 73 74 61 74 65 6d 65 6e 74 "
+                        "20 27 53 45 4c 45 43 27 18 01 20 01");
+    fr_buf_free(&b);
+}
+
 /* ---- seed corpora -------------------------------------------------------------------------- */
 
 static void tm_write_file(const char *dir, const char *name, const uint8_t *p, size_t n)
@@ -1220,6 +1300,7 @@ int main(void)
         cmocka_unit_test(test_unpack_alloc_failures),
         cmocka_unit_test(test_error_codes),
         cmocka_unit_test(test_error_messages),
+        cmocka_unit_test(test_worked_example),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
