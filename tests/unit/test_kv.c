@@ -3,6 +3,8 @@
  * updates and deletes, delete behaviors), point and prefix lookups, scans with filter and
  * projection, idempotent retries, and recovery after a crash (memtable lost), after the
  * RocksDB directory is removed, and when the state is ahead of the log. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 
 #include "kv_testkit.h"
@@ -636,6 +638,151 @@ static void test_recovery_state_ahead_of_log(void **state)
     kt_bucket_free(b);
 }
 
+/* ---- concurrency -------------------------------------------------------------------------- */
+
+/* Transfers between accounts, each one batch: every read must see the total unchanged. */
+enum { ACCOUNTS = 8, TRANSFERS = 300 };
+
+typedef struct reader_ctx {
+    kt_bucket *b;
+    _Atomic int done;
+    int reads;
+    int64_t bad_total;
+} reader_ctx;
+
+static int sum_balances(void *ctx, fr_batch *batch, fr_error *err)
+{
+    (void)err;
+    int64_t *sum = ctx;
+    const fr_column *c = fr_batch_column(batch, 2);
+    for (int64_t r = 0; r < fr_batch_num_rows(batch); r++) {
+        fr_value v;
+        fr_column_get(c, r, &v);
+        *sum += v.v.i;
+    }
+    fr_batch_free(batch);
+    return 0;
+}
+
+static void *reader_main(void *arg)
+{
+    reader_ctx *rc = arg;
+    fr_error err;
+    while (!atomic_load(&rc->done)) {
+        int64_t sum = 0;
+        if (fr_kv_scan(rc->b->kv, NULL, 0, NULL, 3, sum_balances, &sum, &err) < 0) {
+            rc->bad_total = -1;
+            break;
+        }
+        if (sum != ACCOUNTS * 100) rc->bad_total = sum;
+        fr_value prefix = fr_value_int(fr_type_of(FR_T_INT), rc->reads % ACCOUNTS);
+        int64_t one = 0;
+        if (fr_kv_prefix_lookup(rc->b->kv, &prefix, 1, NULL, 0, sum_balances, &one, &err) < 0)
+            rc->bad_total = -2;
+        rc->reads++;
+    }
+    return NULL;
+}
+
+static void test_reads_during_writes(void **state)
+{
+    (void)state;
+    kt_bucket *b = simple_bucket("kv-conc");
+    kt_open(b);
+    for (int i = 0; i < ACCOUNTS; i++) {
+        char row[32];
+        snprintf(row, sizeof row, "%d|acct|100", i);
+        kt_write(b, 1, (const char *const[]){ row }, NULL);
+    }
+    int64_t bal[ACCOUNTS];
+    for (int i = 0; i < ACCOUNTS; i++) bal[i] = 100;
+    reader_ctx rc = { .b = b };
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, reader_main, &rc), 0);
+    for (int t = 0; t < TRANSFERS; t++) {
+        int from = t % ACCOUNTS, to = (t * 3 + 1) % ACCOUNTS;
+        if (from == to) continue;
+        int64_t amount = t % 7;
+        bal[from] -= amount;
+        bal[to] += amount;
+        char r1[48], r2[48];
+        snprintf(r1, sizeof r1, "%d|acct|%" PRId64, from, bal[from]);
+        snprintf(r2, sizeof r2, "%d|acct|%" PRId64, to, bal[to]);
+        kt_write(b, 2, (const char *const[]){ r1, r2 }, NULL);
+    }
+    atomic_store(&rc.done, 1);
+    pthread_join(th, NULL);
+    assert_int_equal(rc.bad_total, 0);
+    assert_true(rc.reads > 0);
+    kt_bucket_free(b);
+}
+
+/* ---- allocation failures ------------------------------------------------------------------- */
+
+/* Each attempt n writes key 1 = v<n>, a new key 100 + n, and deletes key 2 (once). Whatever
+ * allocation fails, the write is applied whole or not at all, and the state stays the
+ * changelog's. */
+static void test_allocation_failures(void **state)
+{
+    (void)state;
+    kt_bucket *b = simple_bucket("kv-nomem");
+    b->spec.merge = FR_MERGE_AGGREGATION;
+    b->spec.delete_behavior = FR_DELETE_ALLOW;
+    b->aggs[1] = FR_AGG_LISTAGG;
+    b->aggs[2] = FR_AGG_SUM;
+    kt_open(b);
+    KT_UPSERT(b, "1|a|1", "2|b|2");
+    kt_lines expect = kt_state(b);
+    int failures = 0, successes = 0;
+    for (int n = 1; n <= 200; n++) {
+        char r1[32], r2[32];
+        snprintf(r1, sizeof r1, "1|v%d|%d", n, n);
+        snprintf(r2, sizeof r2, "%d|new|%d", 100 + n, n);
+        fr_batch *rows = kt_batch(b->schema, 3, KT_ROWS(r1, r2, "2|NULL|NULL"));
+        uint8_t ops[3] = { FR_KV_UPSERT, FR_KV_UPSERT, FR_KV_DELETE };
+        int64_t end = fr_log_end_offset(b->log);
+        fr_error err;
+        fr_kv_write_result res;
+        fr_alloc_fail_after(n);
+        int rc = fr_kv_write(b->kv, rows, ops, NULL, 0, FR_NO_WRITER, -1, &res, &err);
+        fr_alloc_fail_after(0);
+        fr_batch_free(rows);
+        assert_int_equal(fr_kv_applied_offset(b->kv), fr_log_end_offset(b->log));
+        kt_lines now = kt_state(b);
+        if (rc < 0) {
+            if (rc != FR_ENOMEM) fail_msg("attempt %d: %s", n, err.msg);
+            failures++;
+            assert_int_equal(fr_log_end_offset(b->log), end);
+            kt_expect_lines("state after a failed write", &now, expect.n,
+                            (const char *const *)expect.v);
+        } else {
+            successes++;
+            assert_int_equal(res.base_offset, end);
+            kt_lines_free(&expect);
+            expect = now;
+        }
+        /* reads under allocation failure fail cleanly */
+        int batches = 0;
+        fr_alloc_fail_after(n % 25 + 1);
+        rc = fr_kv_scan(b->kv, (int[]){ 1 }, 1, NULL, 2, count_batches, &batches, &err);
+        fr_alloc_fail_after(0);
+        assert_true(rc == 0 || rc == FR_ENOMEM);
+    }
+    assert_true(failures > 10);
+    assert_true(successes > 10);
+    kt_lines_free(&expect);
+    /* the state is the changelog's */
+    kt_lines before = kt_state(b);
+    kt_close(b, false);
+    fr_error err;
+    assert_int_equal(fr_remove_tree(b->kvdir, &err), 0);
+    kt_open(b);
+    kt_lines after = kt_state(b);
+    kt_expect_lines("replayed state", &after, before.n, (const char *const *)before.v);
+    kt_lines_free(&before);
+    kt_bucket_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -657,6 +804,8 @@ int main(void)
         cmocka_unit_test(test_recovery_after_crash),
         cmocka_unit_test(test_recovery_from_log_only),
         cmocka_unit_test(test_recovery_state_ahead_of_log),
+        cmocka_unit_test(test_reads_during_writes),
+        cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
