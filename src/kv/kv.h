@@ -10,8 +10,9 @@
  * Invariants: RocksDB's own WAL is off; every RocksDB write batch also stores the log offset
  * up to which the state is applied (meta key), so at open the state is brought up to date by
  * replaying the log's changelog from that offset; after open the state equals the changelog
- * replayed from offset 0. Keys are fr_key_encode of the primary key columns in declared
- * order; values are fr_row_encode of the whole row. The merge rules, defaults and every
+ * replayed from offset 0. RocksDB keys are a one-byte data prefix followed by fr_key_encode
+ * of the primary key columns in declared order (the meta key sorts before them); values are
+ * fr_row_encode of the whole row. The merge rules, defaults and every
  * changelog each engine writes are documented in docs/TABLES.md ("Merge engines",
  * "Changelog").
  *
