@@ -98,8 +98,8 @@ int fr_rpc_status_from_code(int code);
 const char *fr_rpc_code_name(int code);
 
 /* Fills e (an Error message the caller initialized; its strings point into err, which must
- * outlive e) from a failure: code, message, and for a message that starts with
- * "line N, column M: " (SQL errors), line and column. */
+ * outlive e) from a failure: code, message, and for a message holding "line N, column M:"
+ * (SQL errors, perhaps after some context), line and column. */
 void fr_rpc_error_set(Firth__Error *e, const fr_error *err);
 /* Turns an Error from the wire into an fr_error: the status of its code and its message,
  * prefixed with what ("produce_log: "). Returns the (negative) status; an Error whose code
