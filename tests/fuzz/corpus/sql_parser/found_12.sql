@@ -1,0 +1,1 @@
+ALTER TABLE t DROP -30') 7)

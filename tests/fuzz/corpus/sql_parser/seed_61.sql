@@ -1,0 +1,1 @@
+CREATE TABLE shop.orders (dt STRING, id BIGINT, v INT, PRIMARY KEY (dt, id) NOT ENFORCED) PARTITIONED BY (dt) WITH ('bucket.num' = '4', 'table.merge-engine' = 'aggregation', 'fields.v.agg' = 'sum')

@@ -1,0 +1,1 @@
+UPDATE t SET a = a + 1, `b c` = 'x' WHERE id IN (1, 2) AND dt = DATE '2026-11-30'

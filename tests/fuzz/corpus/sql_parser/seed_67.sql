@@ -1,0 +1,1 @@
+SHOW PARTITIONS db.t PARTITION (dt = 'it''s'); SHOW PARTITIONS t

@@ -1,0 +1,1 @@
+EXPLAIN SELECT _change_type, * FROM db.orders$changelog WHERE _log_offset > 3 AND id = 1 LIMIT 5

@@ -1,0 +1,1 @@
+SELECT * FROM a$b$c WHERE x$y = 1; INSERT INTO t (k, a) VALUES (1, 2), (3, NULL)
