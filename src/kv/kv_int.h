@@ -90,7 +90,6 @@ struct fr_kv {
     fr_delete_behavior delete_behavior;
     fr_changelog_image image;
     fr_compression compression;
-    bool nullable_non_pk; /* every non-key column is nullable: partial writes allowed */
 
     rocksdb_t *db;
     rocksdb_options_t *opts;

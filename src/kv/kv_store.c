@@ -89,10 +89,7 @@ static int kv_copy_spec(fr_kv *kv, const fr_kv_spec *spec, fr_error *err)
         kv->pk_types[i] = fr_schema_field(kv->schema, spec->pk[i])->type;
         kv->is_pk[spec->pk[i]] = true;
     }
-    kv->nullable_non_pk = true;
     for (int c = 0; c < kv->ncols; c++) {
-        if (!kv->is_pk[c] && !fr_schema_field(kv->schema, c)->type.nullable)
-            kv->nullable_non_pk = false;
         kv->aggs[c] = spec->aggs ? spec->aggs[c] : FR_AGG_LAST_VALUE_IGNORE_NULLS;
         if (spec->listagg_delimiters && spec->listagg_delimiters[c]) {
             kv->delims[c] = fr_strdup(spec->listagg_delimiters[c]);

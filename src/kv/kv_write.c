@@ -217,14 +217,10 @@ static int kv_upsert(kv_wctx *w, fr_error *err)
     kv_entry *e;
     FR_TRY(kv_pending_get(&kv->pending, kv->db, kv->ropts, w->key.data, w->key.len, !blind, &e,
                           err));
-    FR_TRY(kv_encode(w, w->in, err));
-    if (blind) {
-        FR_TRY(kv_emit(w, FR_CHANGE_UPDATE_AFTER, w->in, err));
-        return kv_store(w, e, false, err);
-    }
-    if (!e->val) {
-        FR_TRY(kv_emit(w, FR_CHANGE_INSERT, w->in, err));
-        w->key_delta++;
+    if (blind || !e->val) {
+        FR_TRY(kv_encode(w, w->in, err));
+        FR_TRY(kv_emit(w, blind ? FR_CHANGE_UPDATE_AFTER : FR_CHANGE_INSERT, w->in, err));
+        if (!blind) w->key_delta++;
         return kv_store(w, e, false, err);
     }
     FR_TRY(kv_row_decode(kv, e->val, e->vlen, w->old, err));
@@ -336,7 +332,7 @@ static int kv_write_locked(kv_wctx *w, const fr_batch *rows, const uint8_t *ops,
     if (rc < 0) return rc;
     int64_t applied = base + w->nrecords;
     int64_t nkeys = atomic_load(&kv->nkeys);
-    if (kv->image == FR_CHANGELOG_FULL) nkeys += w->key_delta;
+    if (kv->image == FR_CHANGELOG_FULL && nkeys >= 0) nkeys += w->key_delta;
     rc = kv_apply(kv, applied, nkeys, err);
     if (rc < 0) {
         kv->failed = rc;
