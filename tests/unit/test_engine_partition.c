@@ -8,6 +8,7 @@
 #include "engine_pk_testkit.h"
 
 #include <jansson.h>
+#include <time.h>
 
 static const char *const PK_DT_ID[] = {"dt", "id"};
 static const char *const DT[] = {"dt"};
@@ -766,6 +767,141 @@ static void test_reopen_and_orphans(void **state)
     kit_rmdir(dir);
 }
 
+/* ---- randomized: puts, deletes and partition drops against a model -------------------- */
+
+#define R_DTS 5
+#define R_IDS 40
+
+typedef struct model_row {
+    bool present;
+    char name[16];
+    bool name_null;
+    double score;
+} model_row;
+
+static uint64_t g_rng;
+
+static uint64_t rnd(void)
+{
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return g_rng;
+}
+
+static uint64_t seed_from_env(void)
+{
+    const char *s = getenv("FIRTH_TEST_SEED");
+    if (s && *s) return strtoull(s, NULL, 0);
+    return (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
+}
+
+static const char *const R_DT[R_DTS] = {"d0", "d1", "d2", "d3", "d4"};
+
+/* The state, the lookups of every key and the prefix lookups agree with the model. */
+static void check_model(fr_table *t, model_row m[R_DTS][R_IDS], uint64_t seed, int step)
+{
+    pk_got g = pk_state(t, NULL);
+    int want = 0;
+    for (int d = 0; d < R_DTS; d++)
+        for (int i = 0; i < R_IDS; i++) want += m[d][i].present;
+    if (g.n != want) fail_msg("seed %llu step %d: %d rows, model %d", (unsigned long long)seed, step, g.n, want);
+    for (int k = 0; k < g.n; k++) {
+        int d = g.dt[k][1] - '0';
+        model_row *r = &m[d][g.id[k]];
+        if (!r->present || r->score != g.score[k] || r->name_null != (g.name[k] == NULL) ||
+            (!r->name_null && strcmp(r->name, g.name[k]) != 0))
+            fail_msg("seed %llu step %d: row (%s, %" PRId64 ") differs", (unsigned long long)seed,
+                     step, g.dt[k], g.id[k]);
+    }
+    pk_got_free(&g);
+    pk_row keys[R_DTS * R_IDS];
+    int n = 0;
+    for (int d = 0; d < R_DTS; d++)
+        for (int i = 0; i < R_IDS; i++) keys[n++] = (pk_row){R_DT[d], i, NULL, 0};
+    for (int i = n - 1; i > 0; i--) { /* ask in a random order */
+        int j = (int)(rnd() % (uint64_t)(i + 1));
+        pk_row x = keys[i];
+        keys[i] = keys[j];
+        keys[j] = x;
+    }
+    fr_batch *kb = pk_keys_dt_id(keys, n);
+    bool found[R_DTS * R_IDS];
+    fr_batch *out = NULL;
+    fr_error err = {0};
+    KIT_CHECK(fr_table_lookup(t, kb, found, &out, &err), err);
+    g = (pk_got){0};
+    pk_collect(&g, out, &err);
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        model_row *r = &m[keys[i].dt[1] - '0'][keys[i].id];
+        if (found[i] != r->present)
+            fail_msg("seed %llu step %d: lookup (%s, %" PRId64 ") found %d", (unsigned long long)seed,
+                     step, keys[i].dt, keys[i].id, found[i]);
+        if (!found[i]) continue;
+        assert_int_equal(g.id[k], keys[i].id);
+        assert_string_equal(g.dt[k], keys[i].dt);
+        assert_true(g.score[k] == r->score);
+        k++;
+    }
+    pk_got_free(&g);
+    fr_batch_free(kb);
+}
+
+static void test_random_model(void **state)
+{
+    (void)state;
+    uint64_t seed = seed_from_env();
+    g_rng = seed ? seed : 1;
+    printf("test_random_model: seed %llu (set FIRTH_TEST_SEED to replay)\n",
+           (unsigned long long)seed);
+    char *dir = kit_tmpdir("part_random");
+    fr_engine *e = kit_open(dir);
+    PK_CREATE_OK(e, "t", PK_DT_ID, 2, DT, 1, (fr_option[]){{"bucket.num", "3"}}, 1);
+    fr_table *t = kit_table(e, "default", "t");
+    static model_row m[R_DTS][R_IDS];
+    memset(m, 0, sizeof m);
+    static char names[64][16];
+    for (int step = 0; step < 60; step++) {
+        int n = 1 + (int)(rnd() % 40);
+        pk_row rows[40];
+        uint8_t ops[40];
+        for (int i = 0; i < n; i++) {
+            int d = (int)(rnd() % R_DTS), id = (int)(rnd() % R_IDS);
+            snprintf(names[i], sizeof names[i], "s%d", (int)(rnd() % 1000));
+            bool null = rnd() % 5 == 0;
+            rows[i] = (pk_row){R_DT[d], id, null ? NULL : names[i], (double)(rnd() % 10000) / 4};
+            ops[i] = rnd() % 5 == 0 ? FR_KV_DELETE : FR_KV_UPSERT;
+            model_row *r = &m[d][id]; /* the model applies the rows in order */
+            if (ops[i] == FR_KV_DELETE) {
+                r->present = false;
+                continue;
+            }
+            r->present = true;
+            r->name_null = null;
+            if (!null) snprintf(r->name, sizeof r->name, "%s", names[i]);
+            r->score = rows[i].score;
+        }
+        pk_put(t, rows, n, ops);
+        if (rnd() % 10 == 0) { /* drop a partition now and then */
+            int d = (int)(rnd() % R_DTS);
+            fr_option spec = {"dt", R_DT[d]};
+            fr_error err = {0};
+            KIT_CHECK(fr_engine_drop_partition(e, "default", "t", &spec, 1, true, &err), err);
+            for (int i = 0; i < R_IDS; i++) m[d][i].present = false;
+        }
+        if (step % 10 == 9) check_model(t, m, seed, step);
+    }
+    fr_table_release(t);
+    fr_engine_close(e);
+    e = kit_open(dir);
+    t = kit_table(e, "default", "t");
+    check_model(t, m, seed, -1);
+    fr_table_release(t);
+    fr_engine_close(e);
+    kit_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -778,6 +914,7 @@ int main(void)
         cmocka_unit_test(test_auto_hour_zones),
         cmocka_unit_test(test_auto_multi_key),
         cmocka_unit_test(test_reopen_and_orphans),
+        cmocka_unit_test(test_random_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
