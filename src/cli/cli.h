@@ -47,6 +47,22 @@ typedef struct cli_opt {
 int cli_parse_opts(const char *cmd, int argc, char **argv, const cli_opt *opts, int nopts,
                    bool *help);
 
+/* The engine's configuration keys given as options, "--log.flush none" (the keys of
+ * firth_config_key, docs/CONFIGURATION.md). Keys and values point into argv; a key given
+ * twice keeps its last value. */
+#define CLI_CONFIG_MAX 32
+typedef struct cli_config {
+    const char *keys[CLI_CONFIG_MAX];
+    const char *values[CLI_CONFIG_MAX];
+    int n;
+} cli_config;
+
+/* cli_parse_opts for a subcommand that opens a data dir: a long option that is not in opts
+ * but is a configuration key goes to *cfg (zeroed by the caller), its value checked at once
+ * (a bad value or a missing one is a usage error naming the key). */
+int cli_parse_opts_config(const char *cmd, int argc, char **argv, const cli_opt *opts,
+                          int nopts, cli_config *cfg, bool *help);
+
 /* Strict parse of a count option ("--batch-rows 100"): an integer in [min, max]. Reports a
  * usage error and returns CLI_EXIT_USAGE on bad input. */
 int cli_parse_count(const char *cmd, const char *opt, const char *text, int64_t min,
@@ -55,6 +71,9 @@ int cli_parse_count(const char *cmd, const char *opt, const char *text, int64_t 
 /* Opens the embedded engine in data_dir (required: a usage error when NULL). Prints the
  * engine's error and returns CLI_EXIT_FAILED when it cannot be opened. */
 int cli_open_client(const char *cmd, const char *data_dir, firth_client **out);
+/* The same with the configuration given on the command line (cfg may be NULL). */
+int cli_open_client_config(const char *cmd, const char *data_dir, const cli_config *cfg,
+                           firth_client **out);
 
 /* ---- help ------------------------------------------------------------------------------ */
 

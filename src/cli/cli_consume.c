@@ -261,6 +261,7 @@ int cli_consume_main(int argc, char **argv)
     const char *data_dir = NULL, *table = NULL, *from = NULL, *columns = NULL, *where = NULL,
                *max_records = NULL, *format_text = NULL, *compression = NULL;
     bool with_offsets = false, help = false;
+    cli_config cfg = {0};
     const cli_opt opts[] = {
         {"data-dir", 0, &data_dir, NULL},        {"table", 't', &table, NULL},
         {"from", 0, &from, NULL},                {"columns", 0, &columns, NULL},
@@ -268,7 +269,8 @@ int cli_consume_main(int argc, char **argv)
         {"format", 0, &format_text, NULL},       {"arrow-compression", 0, &compression, NULL},
         {"with-offsets", 0, NULL, &with_offsets},
     };
-    int rc = cli_parse_opts("consume", argc, argv, opts, sizeof opts / sizeof opts[0], &help);
+    int rc = cli_parse_opts_config("consume", argc, argv, opts, sizeof opts / sizeof opts[0],
+                                   &cfg, &help);
     if (rc) return rc;
     if (help) {
         cli_help_print(stdout, "consume");
@@ -300,7 +302,7 @@ int cli_consume_main(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     firth_client *c = NULL;
-    rc = cli_open_client("consume", data_dir, &c);
+    rc = cli_open_client_config("consume", data_dir, &cfg, &c);
     if (rc) return rc;
     fr_buf_init(&st.out);
     rc = consume_run(&st, c, table, &o);

@@ -6,6 +6,26 @@
 
 #include "cli/cli.h"
 
+/* The engine's configuration keys, taken by every command that opens a data dir. */
+#define CLI_HELP_CONFIG                                                                       \
+    "Configuration of the engine (docs/CONFIGURATION.md), each as --KEY VALUE:\n"              \
+    "  --log.flush POLICY    when appended records reach the disk:\n"                          \
+    "                          append    fsync before an append is acknowledged; appends\n"    \
+    "                                    that arrive together share one fsync (default)\n"     \
+    "                          interval  fsync every --log.flush.interval; an append is\n"     \
+    "                                    acknowledged once written, and a power loss may\n"    \
+    "                                    lose the last interval\n"                             \
+    "                          none      leave it to the operating system (fastest)\n"        \
+    "  --log.flush.interval DURATION\n"                                                       \
+    "                        the period of --log.flush interval (default 1s)\n"                \
+    "  --log.segment.bytes SIZE\n"                                                            \
+    "                        start a new log segment file past this size (default 1gb,\n"      \
+    "                        at most 2gb)\n"                                                   \
+    "  --log.retention.check-interval DURATION\n"                                             \
+    "                        how often expired log segments are removed (default 5min;\n"      \
+    "                        0: only when the data dir is opened)\n"                           \
+    "Durations: 500ms, 30s, 5min, 2h, 7d. Sizes: 64kb, 256mb, 1gb.\n"
+
 static const char CLI_HELP_OVERVIEW[] =
     "firth " FIRTH_VERSION " - lakehouse-native streaming storage: tables you can stream into,\n"
     "read back column by column, and query with SQL. This version runs the storage engine\n"
@@ -54,6 +74,8 @@ static const char CLI_HELP_SQL[] =
     "                          json   one JSON object per row and line\n"
     "  -h, --help            show this help\n"
     "\n"
+    CLI_HELP_CONFIG
+    "\n"
     "Messages of statements without rows (\"table shop.orders created\") go to stdout in the\n"
     "table format and to stderr in csv and json, so that stdout holds only rows.\n"
     "Errors name the line and column: firth: error: line 1, column 8: ...\n"
@@ -76,15 +98,17 @@ static const char CLI_HELP_SQL[] =
     "  firth sql --data-dir ./firth-data -e \"CREATE DATABASE IF NOT EXISTS shop\"\n"
     "  firth sql --data-dir ./firth-data -e \"INSERT INTO shop.orders VALUES (1, 'tea', 3.50)\"\n"
     "  firth sql --data-dir ./firth-data --format csv -e \"SELECT * FROM shop.orders\"\n"
-    "  firth sql --data-dir ./firth-data -f schema.sql\n";
+    "  firth sql --data-dir ./firth-data -f schema.sql\n"
+    "  firth sql --data-dir ./firth-data --log.flush interval --log.flush.interval 200ms\n";
 
 static const char CLI_HELP_PRODUCE[] =
     "Usage: firth produce --data-dir DIR --table DB.TABLE [--format json|csv|arrow]\n"
     "                     [--batch-rows N] [--verbose]\n"
     "\n"
     "Reads records from stdin and appends them to a table, in batches of --batch-rows\n"
-    "records. Each batch is durable when it is acknowledged, and is written once even if it\n"
-    "is retried (an idempotent writer id, random per run, and a sequence number per batch).\n"
+    "records. Each batch is durable when it is acknowledged (with the default --log.flush\n"
+    "append), and is written once even if it is retried (an idempotent writer id, random per\n"
+    "run, and a sequence number per batch).\n"
     "\n"
     "Options:\n"
     "  --data-dir DIR        the data directory of the embedded engine (required)\n"
@@ -101,6 +125,8 @@ static const char CLI_HELP_PRODUCE[] =
     "  -v, --verbose         after each durable batch print to stderr\n"
     "                        'acknowledged lines A-B (N rows)'\n"
     "  -h, --help            show this help\n"
+    "\n"
+    CLI_HELP_CONFIG
     "\n"
     "Values: JSON numbers, strings, true, false and null, converted to the column's type;\n"
     "strings are parsed for the other types: DECIMAL \"12.50\", DATE \"2026-01-31\", TIME\n"
@@ -122,7 +148,9 @@ static const char CLI_HELP_PRODUCE[] =
     "  firth produce --data-dir ./firth-data --table shop.orders --format csv < orders.csv\n"
     "  firth produce --data-dir ./firth-data --table shop.copy --format arrow < orders.arrows\n"
     "  tail -f events.ndjson | firth produce --data-dir ./firth-data --table app.events \\\n"
-    "      --batch-rows 100 --verbose\n";
+    "      --batch-rows 100 --verbose\n"
+    "  firth produce --data-dir ./firth-data --table shop.orders --format csv \\\n"
+    "      --log.flush none < bulk.csv     (a bulk load, without fsync)\n";
 
 static const char CLI_HELP_CONSUME[] =
     "Usage: firth consume --data-dir DIR --table DB.TABLE [--from POSITION]\n"
@@ -158,6 +186,8 @@ static const char CLI_HELP_CONSUME[] =
     "                        in front of the others\n"
     "  -h, --help            show this help\n"
     "\n"
+    CLI_HELP_CONFIG
+    "\n"
     "JSON values: integers, FLOAT and DOUBLE are numbers, DECIMAL an exact string \"12.50\",\n"
     "dates and times strings (\"2026-01-31 10:00:00.123\"), BYTES base64, NULL null.\n"
     "\n"
@@ -168,7 +198,8 @@ static const char CLI_HELP_CONSUME[] =
     "  firth consume --data-dir ./firth-data --table shop.orders --from offset:100 \\\n"
     "      --with-offsets\n"
     "  firth consume --data-dir ./firth-data --table shop.orders --format arrow \\\n"
-    "      --arrow-compression zstd > orders.arrows\n";
+    "      --arrow-compression zstd > orders.arrows\n"
+    "  firth consume --data-dir ./firth-data --table shop.orders --log.flush none\n";
 
 static const char CLI_HELP_HELP[] =
     "Usage: firth help [COMMAND]\n"

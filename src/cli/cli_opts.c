@@ -2,7 +2,9 @@
  * engine, shared by every subcommand.
  *
  * The parser is table driven and strict: every argument must be a known option of the
- * subcommand, so a typo is a usage error rather than a silently ignored word. */
+ * subcommand, so a typo is a usage error rather than a silently ignored word. Subcommands
+ * that open a data dir also take the engine's configuration keys as options
+ * ("--log.flush none"), checked by the public API as they are parsed. */
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -73,8 +75,54 @@ static int cli_opt_apply(const char *cmd, const cli_opt *o, const char *shown,
     return 0;
 }
 
+/* The configuration key named by name[0..len), as the static string firth_config_key
+ * gives, or NULL. */
+static const char *cli_config_key_of(const char *name, size_t len)
+{
+    for (int i = 0; firth_config_key(i); i++) {
+        const char *k = firth_config_key(i);
+        if (strlen(k) == len && memcmp(k, name, len) == 0) return k;
+    }
+    return NULL;
+}
+
+/* Records one configuration key (a repeated key keeps its last value) after checking the
+ * value, so that a bad one is reported before anything else happens. */
+static int cli_config_add(const char *cmd, cli_config *cfg, const char *key, const char *value)
+{
+    firth_config *check = NULL;
+    firth_error ferr = {0};
+    int rc = firth_config_new(&check, &ferr);
+    if (rc == 0) rc = firth_config_set(check, key, value, &ferr);
+    firth_config_free(check);
+    if (rc < 0) {
+        if (rc == FIRTH_ENOMEM) {
+            cli_error("%s", ferr.msg);
+            return CLI_EXIT_FAILED;
+        }
+        return cli_usage_error(cmd, "--%s", ferr.msg);
+    }
+    for (int i = 0; i < cfg->n; i++) {
+        if (cfg->keys[i] == key) {
+            cfg->values[i] = value;
+            return 0;
+        }
+    }
+    if (cfg->n == CLI_CONFIG_MAX) return cli_usage_error(cmd, "too many configuration options");
+    cfg->keys[cfg->n] = key;
+    cfg->values[cfg->n] = value;
+    cfg->n++;
+    return 0;
+}
+
 int cli_parse_opts(const char *cmd, int argc, char **argv, const cli_opt *opts, int nopts,
                    bool *help)
+{
+    return cli_parse_opts_config(cmd, argc, argv, opts, nopts, NULL, help);
+}
+
+int cli_parse_opts_config(const char *cmd, int argc, char **argv, const cli_opt *opts,
+                          int nopts, cli_config *cfg, bool *help)
 {
     *help = false;
     for (int i = 1; i < argc; i++) {
@@ -88,6 +136,14 @@ int cli_parse_opts(const char *cmd, int argc, char **argv, const cli_opt *opts, 
             const char *eq = strchr(name, '=');
             size_t len = eq ? (size_t)(eq - name) : strlen(name);
             const cli_opt *o = cli_opt_find_long(opts, nopts, name, len);
+            const char *key = !o && cfg ? cli_config_key_of(name, len) : NULL;
+            if (key) {
+                if (!eq && i + 1 >= argc)
+                    return cli_usage_error(cmd, "option '--%s' needs a value", key);
+                int rc = cli_config_add(cmd, cfg, key, eq ? eq + 1 : argv[++i]);
+                if (rc) return rc;
+                continue;
+            }
             if (!o) return cli_usage_error(cmd, "unknown option '--%.*s'", (int)len, name);
             char shown[80];
             snprintf(shown, sizeof shown, "--%s", o->name);
@@ -124,6 +180,12 @@ int cli_parse_count(const char *cmd, const char *opt, const char *text, int64_t 
 
 int cli_open_client(const char *cmd, const char *data_dir, firth_client **out)
 {
+    return cli_open_client_config(cmd, data_dir, NULL, out);
+}
+
+int cli_open_client_config(const char *cmd, const char *data_dir, const cli_config *cfg,
+                           firth_client **out)
+{
     if (!data_dir || !*data_dir)
         return cli_usage_error(cmd, "--data-dir DIR is required (the directory of the "
                                     "embedded engine's data; created when missing)");
@@ -136,7 +198,8 @@ int cli_open_client(const char *cmd, const char *data_dir, firth_client **out)
     }
     snprintf(target, n, "file:%s", data_dir);
     firth_error ferr = {0};
-    int rc = firth_open(target, out, &ferr);
+    int rc = cfg ? firth_open_opts(target, cfg->keys, cfg->values, cfg->n, out, &ferr)
+                 : firth_open(target, out, &ferr);
     fr_free(target);
     if (rc < 0) {
         cli_error("%s", ferr.msg);

@@ -471,10 +471,11 @@ static int produce_csv(produce_state *st, FILE *in)
 
 /* ---- the command ----------------------------------------------------------------------- */
 
-static int produce_run(produce_state *st, const char *data_dir, cli_format format)
+static int produce_run(produce_state *st, const char *data_dir, const cli_config *cfg,
+                       cli_format format)
 {
     firth_client *c = NULL;
-    int rc = cli_open_client("produce", data_dir, &c);
+    int rc = cli_open_client_config("produce", data_dir, cfg, &c);
     if (rc) return rc;
     cli_writer_init(&st->w, c, st->table, format == CLI_FORMAT_ARROW ? "record" : "line",
                     st->verbose);
@@ -518,12 +519,14 @@ int cli_produce_main(int argc, char **argv)
 {
     const char *data_dir = NULL, *table = NULL, *format_text = NULL, *batch_rows = NULL;
     bool verbose = false, help = false;
+    cli_config cfg = {0};
     const cli_opt opts[] = {
         {"data-dir", 0, &data_dir, NULL},      {"table", 't', &table, NULL},
         {"format", 0, &format_text, NULL},     {"batch-rows", 0, &batch_rows, NULL},
         {"verbose", 'v', NULL, &verbose},
     };
-    int rc = cli_parse_opts("produce", argc, argv, opts, sizeof opts / sizeof opts[0], &help);
+    int rc = cli_parse_opts_config("produce", argc, argv, opts, sizeof opts / sizeof opts[0],
+                                   &cfg, &help);
     if (rc) return rc;
     if (help) {
         cli_help_print(stdout, "produce");
@@ -543,7 +546,7 @@ int cli_produce_main(int argc, char **argv)
     fr_buf_init(&st.bytes);
     fr_buf_init(&st.shown);
     fr_buf_init(&st.ops);
-    rc = produce_run(&st, data_dir, format);
+    rc = produce_run(&st, data_dir, &cfg, format);
     fr_builder_free(st.bld);
     fr_schema_free(st.schema);
     fr_free(st.member_of);

@@ -305,13 +305,15 @@ int cli_sql_main(int argc, char **argv)
 {
     const char *data_dir = NULL, *execute = NULL, *file = NULL, *format_text = NULL;
     bool help = false;
+    cli_config cfg = {0};
     const cli_opt opts[] = {
         {"data-dir", 0, &data_dir, NULL},
         {"execute", 'e', &execute, NULL},
         {"file", 'f', &file, NULL},
         {"format", 0, &format_text, NULL},
     };
-    int rc = cli_parse_opts("sql", argc, argv, opts, sizeof opts / sizeof opts[0], &help);
+    int rc = cli_parse_opts_config("sql", argc, argv, opts, sizeof opts / sizeof opts[0], &cfg,
+                                   &help);
     if (rc) return rc;
     if (help) {
         cli_help_print(stdout, "sql");
@@ -323,7 +325,7 @@ int cli_sql_main(int argc, char **argv)
         return rc;
     if (execute && file) return cli_usage_error("sql", "give -e or -f, not both");
     st.msg_out = st.format == CLI_FORMAT_TABLE ? stdout : stderr;
-    rc = cli_open_client("sql", data_dir, &st.client);
+    rc = cli_open_client_config("sql", data_dir, &cfg, &st.client);
     if (rc) return rc;
     if (execute || file || !isatty(STDIN_FILENO))
         rc = sql_script(&st, execute, file);
