@@ -299,21 +299,48 @@ static int lower_bound(const fr_table *t, const char *name)
     return lo;
 }
 
+/* Compares one piece of the name values make (s) with name at *at, as strcmp would;
+ * advances *at while they agree. */
+static int cmp_piece(const char *name, size_t *at, const char *s)
+{
+    for (; *s; s++, (*at)++) {
+        unsigned char a = (unsigned char)name[*at], b = (unsigned char)*s;
+        if (a != b) return a < b ? -1 : 1;
+    }
+    return 0;
+}
+
+/* strcmp(name, the name the values make), without building that name: lookups of rows
+ * must not fail for want of memory. */
+static int cmp_name_values(const fr_table *t, const char *name, char *const *values)
+{
+    const fr_schema *s = fr_table_schema(t);
+    size_t at = 0;
+    for (int i = 0; i < t->conf.npart; i++) {
+        int c = cmp_piece(name, &at, i ? "/" : "");
+        if (c == 0) c = cmp_piece(name, &at, fr_schema_field(s, t->conf.part[i])->name);
+        if (c == 0) c = cmp_piece(name, &at, "=");
+        if (c == 0) c = cmp_piece(name, &at, values[i]);
+        if (c != 0) return c;
+    }
+    return name[at] ? 1 : 0;
+}
+
 fr_tpart *fr_table_find_part(fr_table *t, char *const *values)
 {
-    fr_buf name;
-    fr_buf_init(&name);
     fr_tpart *found = NULL;
-    if (partition_name(t, values, &name, NULL) == FR_OK) {
-        pthread_mutex_lock(&t->parts_mu);
-        int i = lower_bound(t, (const char *)name.data);
-        if (i < t->nparts && strcmp(t->parts[i]->info.name, (const char *)name.data) == 0) {
-            found = t->parts[i];
-            fr_tpart_retain(found);
-        }
-        pthread_mutex_unlock(&t->parts_mu);
+    pthread_mutex_lock(&t->parts_mu);
+    int lo = 0, hi = t->nparts;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (cmp_name_values(t, t->parts[mid]->info.name, values) < 0) lo = mid + 1;
+        else hi = mid;
     }
-    fr_buf_free(&name);
+    if (lo < t->nparts && cmp_name_values(t, t->parts[lo]->info.name, values) == 0) {
+        found = t->parts[lo];
+        fr_tpart_retain(found);
+    }
+    pthread_mutex_unlock(&t->parts_mu);
     return found;
 }
 

@@ -59,8 +59,10 @@ static int route_init(route *r, int64_t rows, fr_error *err)
     r->rows = rows;
     r->part = fr_malloc((size_t)(rows > 0 ? rows : 1) * sizeof *r->part);
     r->bucket = fr_malloc((size_t)(rows > 0 ? rows : 1) * sizeof *r->bucket);
-    FR_CHECK(r->part && r->bucket, FR_ENOMEM, err, "out of memory routing %" PRId64 " rows",
-             rows);
+    if (!r->part || !r->bucket) {
+        route_free(r);
+        return fr_fail(err, FR_ENOMEM, "out of memory routing %" PRId64 " rows", rows);
+    }
     return FR_OK;
 }
 
@@ -410,7 +412,7 @@ static int route_keys_cols(fr_table *t, const fr_batch *keys, const route_cols *
         if (!any) idx[m++] = i;
     }
     fr_batch *sub = NULL;
-    route rs;
+    route rs = {0};
     if (rc == FR_OK) rc = fr_engine_take(keys, idx, m, &sub, err);
     if (rc == FR_OK) rc = route_rows(t, sub, cols, false, &rs, err);
     if (rc == FR_OK) rc = route_init(r, n, err);
@@ -425,8 +427,8 @@ static int route_keys_cols(fr_table *t, const fr_batch *keys, const route_cols *
         rs.parts = NULL;
         rs.nparts = 0;
         r->one = false;
-        route_free(&rs);
     }
+    route_free(&rs);
     fr_batch_free(sub);
     fr_free(idx);
     return rc;

@@ -369,6 +369,52 @@ static void test_put_lookup(void **state)
     kit_rmdir(dir);
 }
 
+/* Keys with a NULL are not found, and the others still are, in order. */
+static void test_lookup_null_keys(void **state)
+{
+    (void)state;
+    char *dir = kit_tmpdir("pk_nullkeys");
+    fr_engine *e = kit_open(dir);
+    PK_CREATE_OK(e, "t", PK_DT_ID, 2, (const char *const[]){"dt"}, 1,
+                 (fr_option[]){{"bucket.num", "3"}}, 1);
+    fr_table *t = kit_table(e, "default", "t");
+    put_all(t, 0);
+    fr_field f[2] = {{.name = "dt", .type = fr_type_of(FR_T_STRING)},
+                     {.name = "id", .type = fr_type_of(FR_T_BIGINT)}};
+    fr_schema *s = NULL;
+    fr_error err = {0};
+    KIT_CHECK(fr_schema_new(f, 2, 0, &s, &err), err);
+    fr_builder *bld = NULL;
+    KIT_CHECK(fr_builder_new(s, &bld, &err), err);
+    /* (b, 5) found, (NULL, 6) not, (c, NULL) not, (c, 6) found */
+    KIT_CHECK(fr_builder_append_bytes(bld, 0, "b", 1, &err), err);
+    KIT_CHECK(fr_builder_append_i64(bld, 1, 5, &err), err);
+    KIT_CHECK(fr_builder_append_null(bld, 0, &err), err);
+    KIT_CHECK(fr_builder_append_i64(bld, 1, 6, &err), err);
+    KIT_CHECK(fr_builder_append_bytes(bld, 0, "c", 1, &err), err);
+    KIT_CHECK(fr_builder_append_null(bld, 1, &err), err);
+    KIT_CHECK(fr_builder_append_bytes(bld, 0, "c", 1, &err), err);
+    KIT_CHECK(fr_builder_append_i64(bld, 1, 6, &err), err);
+    fr_batch *keys = NULL;
+    KIT_CHECK(fr_builder_finish(bld, &keys, &err), err);
+    fr_builder_free(bld);
+    bool found[4];
+    fr_batch *out = NULL;
+    KIT_CHECK(fr_table_lookup(t, keys, found, &out, &err), err);
+    assert_true(found[0] && !found[1] && !found[2] && found[3]);
+    pk_got g = {0};
+    pk_collect(&g, out, &err);
+    assert_int_equal(g.n, 2);
+    assert_int_equal(g.id[0], 5);
+    assert_int_equal(g.id[1], 6);
+    pk_got_free(&g);
+    fr_batch_free(keys);
+    fr_schema_free(s);
+    fr_table_release(t);
+    fr_engine_close(e);
+    kit_rmdir(dir);
+}
+
 static int count_rows(void *ctx, fr_batch *batch, fr_error *err)
 {
     (void)err;
@@ -627,6 +673,7 @@ int main(void)
         cmocka_unit_test(test_old_catalog),
         cmocka_unit_test(test_put_lookup),
         cmocka_unit_test(test_prefix_lookup),
+        cmocka_unit_test(test_lookup_null_keys),
         cmocka_unit_test(test_bad_writes),
         cmocka_unit_test(test_partial_and_engines),
         cmocka_unit_test(test_reopen),
