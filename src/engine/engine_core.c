@@ -661,6 +661,10 @@ static int part_retention(fr_table *t, fr_tpart *p, int64_t now_ms, int *removed
 
 static int table_retention(fr_table *t, int64_t now_ms, int *removed, fr_error *err)
 {
+    /* A primary-key bucket's log is also what its KV store recovers from: RocksDB writes
+     * without a WAL, so the changelog after the last memtable flush must stay. Until the KV
+     * store can be made durable on demand before segments go, its log is kept whole. */
+    if (t->conf.npk > 0) return FR_OK;
     if (t->conf.npart == 0) return part_retention(t, NULL, now_ms, removed, err);
     fr_tpart **parts = NULL;
     int n = 0;

@@ -606,6 +606,40 @@ static void test_reopen(void **state)
     kit_rmdir(dir);
 }
 
+/* Retention leaves a primary-key table's changelog whole (its KV store recovers from it),
+ * while a log table beside it with the same settings loses its old segments. */
+static void test_retention_keeps_changelog(void **state)
+{
+    (void)state;
+    char *dir = kit_tmpdir("pk_retention");
+    fr_engine *e = kit_open_with(dir, 4096);
+    fr_option opts[] = {{"bucket.num", "1"}, {"table.log.ttl", "1h"}};
+    PK_CREATE_OK(e, "t", PK_DT_ID, 2, NULL, 0, opts, 2);
+    PK_CREATE_OK(e, "l", NULL, 0, NULL, 0, opts, 2);
+    fr_table *t = kit_table(e, "default", "t"), *l = kit_table(e, "default", "l");
+    for (int round = 0; round < 5; round++) {
+        put_all(t, round * 100);
+        pk_row rows[NROWS];
+        for (int i = 0; i < NROWS; i++) rows[i] = row_of(i, round);
+        fr_batch *b = pk_batch(l, rows, NROWS);
+        fr_error err = {0};
+        KIT_CHECK(fr_table_append(l, b, FR_NO_WRITER, -1, NULL, &err), err);
+        fr_batch_free(b);
+    }
+    assert_true(fr_log_num_segments(fr_table_log(t, 0)) > 1);
+    int removed = 0;
+    fr_error err = {0};
+    KIT_CHECK(fr_engine_enforce_retention_at(e, fr_now_ms() + 24 * 3600 * 1000LL, &removed, &err),
+              err);
+    assert_true(removed > 0); /* the log table's */
+    assert_int_equal(fr_log_start_offset(fr_table_log(t, 0)), 0);
+    assert_true(fr_log_start_offset(fr_table_log(l, 0)) > 0);
+    fr_table_release(t);
+    fr_table_release(l);
+    fr_engine_close(e);
+    kit_rmdir(dir);
+}
+
 /* A process that dies without closing anything (as kill -9 would, after its writes were
  * acknowledged) loses no row: the KV stores, whose RocksDB writes had no WAL, are brought
  * up to date from the logs when the next engine opens the buckets. */
@@ -677,6 +711,7 @@ int main(void)
         cmocka_unit_test(test_bad_writes),
         cmocka_unit_test(test_partial_and_engines),
         cmocka_unit_test(test_reopen),
+        cmocka_unit_test(test_retention_keeps_changelog),
         cmocka_unit_test(test_crash_recovery),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
