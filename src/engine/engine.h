@@ -272,6 +272,38 @@ int fr_table_scan_state(fr_table *t, const int *columns, int ncolumns, const fr_
  * after its log was handed out keeps its files until the table is released. */
 fr_log *fr_table_partition_log(fr_table *t, int64_t partition_id, int bucket);
 
+/* ---- bucket-level access (the server) --------------------------------------------------- */
+
+/* fr_table_append_encoded into one bucket of one partition (partition_id -1 for a table
+ * without partitions, which is fr_table_append_encoded). For a partition, the batch must be
+ * in the table's current schema (FR_ETYPE otherwise) and every row must hold the
+ * partition's values (FR_EINVAL naming the row); FR_ENOTFOUND when there is no partition
+ * with that id. Nothing is appended when a check fails. */
+int fr_table_append_encoded_to(fr_table *t, int64_t partition_id, int bucket, uint8_t *rb,
+                               size_t len, int64_t *base_offset, fr_error *err);
+/* fr_table_put of rows that all belong in one bucket of one partition (partition_id -1 for
+ * a table without partitions): every row is checked to belong there (partition values; the
+ * bucket-key hash), FR_EINVAL naming the first that does not, before anything is written;
+ * then fr_kv_write, whose result (changelog records, base offset, rows changed) is given
+ * back. FR_EDUPLICATE for an idempotent retry, as fr_kv_write. The partition must exist. */
+int fr_table_put_bucket(fr_table *t, int64_t partition_id, int bucket, const fr_batch *rows,
+                        const uint8_t *ops, const int *target_columns, int ntarget,
+                        int64_t writer_id, int32_t seq, fr_kv_write_result *result,
+                        fr_error *err);
+
+/* Sizes of one bucket for metrics. A log is reported when it exists on disk (it is opened
+ * then), a KV store only when it is open already: a metrics scrape never creates a log nor
+ * opens RocksDB. */
+typedef struct fr_bucket_stats {
+    bool has_log;
+    int64_t log_start_offset, log_end_offset; /* -1 without a log */
+    int64_t log_bytes;
+    bool has_kv;
+    int64_t kv_bytes, kv_keys;                /* fr_kv_size_bytes, fr_kv_num_keys */
+} fr_bucket_stats;
+int fr_table_bucket_stats(fr_table *t, int64_t partition_id, int bucket, fr_bucket_stats *out,
+                          fr_error *err);
+
 /* Runs the auto-partitioning pass now as of now_ms (tests use a clock of their own): for
  * each auto-partitioned table, drops the partitions past 'table.auto-partition.num-retention'
  * and creates those of the current and coming time units ('num-precreate'). Failures on one

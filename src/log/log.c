@@ -367,7 +367,15 @@ int fr_log_append2(fr_log *log, uint8_t *batch, size_t len, unsigned flags,
     rc = append_locked(log, batch, &v, base_offset, &end, &truncations, err);
     pthread_mutex_unlock(&log->write_mu);
     if (rc < 0) return rc;
-    return after_write(log, end, truncations, err);
+    FR_TRY(after_write(log, end, truncations, err));
+    const fr_log_watcher *w = atomic_load_explicit(&log->watcher, memory_order_acquire);
+    if (w) w->appended(w->ctx, log, fr_log_end_offset(log));
+    return FR_OK;
+}
+
+void fr_log_set_watcher(fr_log *log, const fr_log_watcher *w)
+{
+    atomic_store_explicit(&log->watcher, w, memory_order_release);
 }
 
 /* ---- offsets and sizes ------------------------------------------------------------------ */

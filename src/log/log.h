@@ -76,6 +76,13 @@ int fr_rb_decode(const uint8_t *p, size_t n, fr_rb_view *out, fr_error *err);
  * docs/FORMAT.md. */
 int fr_rb_stats(const fr_rb_view *rb, const fr_schema *schema, fr_column_stats *stats,
                 fr_error *err);
+/* Projects a decoded batch (rb, from fr_rb_decode or a read of the log) to columns
+ * cols[0..ncols) of schema, the schema it was written with, without decoding values: the
+ * header is kept, the statistics block is left out (stats_length 0), the change types are
+ * kept, the IPC message holds the chosen columns in the order given (fr_ipc_project) and
+ * the CRC is recomputed. Appends the new batch to out (unchanged on failure). */
+int fr_rb_project(const fr_rb_view *rb, const fr_schema *schema, const int *cols, int ncols,
+                  fr_buf *out, fr_error *err);
 /* Sets base offset and commit timestamp in an encoded batch (outside the CRC). */
 void fr_rb_assign(uint8_t *batch, int64_t base_offset, int64_t commit_timestamp);
 
@@ -147,6 +154,18 @@ int fr_log_append(fr_log *log, uint8_t *batch, size_t len, int64_t *base_offset,
  * through the full check, flags 0. */
 int fr_log_append2(fr_log *log, uint8_t *batch, size_t len, unsigned flags,
                    int64_t *base_offset, fr_error *err);
+
+/* Watching appends, for long polling: a watcher's function runs on the appending thread
+ * after each successful append, once the batch is visible to readers (end_offset is the
+ * log's visible end then), with none of the log's locks held. It must be quick and must not
+ * append to the log. One watcher per log; setting another replaces it and NULL removes it.
+ * The watcher is the caller's and must stay valid while set (an append may be calling it
+ * while it is replaced): keep it alive as long as the log. Thread: any. */
+typedef struct fr_log_watcher {
+    void (*appended)(void *ctx, fr_log *log, int64_t end_offset);
+    void *ctx;
+} fr_log_watcher;
+void fr_log_set_watcher(fr_log *log, const fr_log_watcher *w);
 
 int64_t fr_log_start_offset(fr_log *log); /* earliest offset still kept */
 int64_t fr_log_end_offset(fr_log *log);   /* next offset to be assigned (visible end) */

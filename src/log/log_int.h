@@ -120,6 +120,7 @@ struct fr_log {
     int64_t truncations;    /* (mu) counts fr_log_truncate calls, for waiting appenders */
     atomic_llong fsyncs;
 
+    _Atomic(const fr_log_watcher *) watcher; /* fr_log_set_watcher; NULL when none */
     log_writer_state *writers; /* (write_mu) open addressing, capacity a power of two */
     size_t nwriters, writers_cap;
 };
