@@ -103,7 +103,8 @@ static int consume_decorated_schema(const consume_state *st, const fr_schema *s,
     FR_CHECK(n + lead <= FR_SCHEMA_COLUMNS_MAX, FR_ELIMIT, err, "too many columns");
     fr_field *f = fr_calloc((size_t)(n + lead), sizeof *f);
     FR_CHECK(f, FR_ENOMEM, err, "out of memory");
-    if (st->change_type) f[k++] = (fr_field){.name = "_change_type", .type = fr_type_of(FR_T_STRING)};
+    if (st->change_type)
+        f[k++] = (fr_field){.name = "_change_type", .type = fr_type_of(FR_T_STRING)};
     if (st->with_offsets) {
         f[k++] = (fr_field){.name = "_bucket", .type = fr_type_of(FR_T_INT)};
         f[k++] = (fr_field){.name = "_offset", .type = fr_type_of(FR_T_BIGINT)};

@@ -17,7 +17,8 @@ _Static_assert((int)FIRTH_EINVAL == (int)FR_EINVAL && (int)FIRTH_ESTATE == (int)
                "public and internal error codes are the same numbers");
 _Static_assert(sizeof(((firth_error *)0)->msg) == FR_ERROR_MSG_MAX,
                "public and internal error messages have the same size");
-_Static_assert((int)FIRTH_OP_UPSERT == (int)FR_KV_UPSERT && (int)FIRTH_OP_DELETE == (int)FR_KV_DELETE,
+_Static_assert((int)FIRTH_OP_UPSERT == (int)FR_KV_UPSERT &&
+                   (int)FIRTH_OP_DELETE == (int)FR_KV_DELETE,
                "public and internal write operations are the same numbers");
 _Static_assert((int)FIRTH_CHANGE_APPEND == (int)FR_CHANGE_APPEND &&
                    (int)FIRTH_CHANGE_INSERT == (int)FR_CHANGE_INSERT &&

@@ -299,7 +299,8 @@ static int plan_changelog_scan(sel_plan *p, fr_error *err)
 {
     p->scan_cols = fr_calloc((size_t)p->ncols + 1, sizeof *p->scan_cols);
     p->scan_of = fr_calloc((size_t)p->ncols + 1, sizeof *p->scan_of);
-    if (!p->scan_cols || !p->scan_of) return fr_fail(err, FR_ENOMEM, "out of memory planning a SELECT");
+    if (!p->scan_cols || !p->scan_of)
+        return fr_fail(err, FR_ENOMEM, "out of memory planning a SELECT");
     for (int i = 0; i < p->ncols; i++) {
         p->scan_of[i] = -1;
         if (p->cols[i] < SQL_CHANGELOG_META_COLUMNS) continue;

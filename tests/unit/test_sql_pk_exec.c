@@ -295,14 +295,15 @@ static void test_update_delete(void **state)
     assert_run("UPDATE s SET name = 5 WHERE id = 1",
                "error ETYPE: line 1, column 14: cannot insert a INT value into STRING column "
                "'name' (use CAST)");
-    assert_run("SELECT n FROM s WHERE id IN (1, 2, 3, 4)", "[n INT NOT NULL]\n100\n21\n31\n400\nend\n");
+    assert_run("SELECT n FROM s WHERE id IN (1, 2, 3, 4)",
+               "[n INT NOT NULL]\n100\n21\n31\n400\nend\n");
     assert_run("UPDATE s SET id = 5 WHERE id = 1",
                "error EINVAL: line 1, column 14: UPDATE cannot change primary key column 'id': the "
                "key names the row (DELETE it and INSERT the row under its new key)");
     assert_run("UPDATE s SET nope = 1", "error ENOTFOUND: line 1, column 14: unknown column 'nope' "
                                         "in table default.s");
-    assert_run("UPDATE s SET n = 1 WHERE n", "error ETYPE: line 1, column 26: WHERE needs a BOOLEAN "
-                                             "condition, not INT");
+    assert_run("UPDATE s SET n = 1 WHERE n",
+               "error ETYPE: line 1, column 26: WHERE needs a BOOLEAN condition, not INT");
     assert_run("DELETE FROM s WHERE name LIKE '%!'", "2 rows deleted\n");
     assert_run("DELETE FROM s WHERE id = 2", "0 rows deleted\n");
     assert_run("SELECT id FROM s WHERE id IN (1, 2, 3, 4)", "[id INT NOT NULL]\n1\n4\nend\n");

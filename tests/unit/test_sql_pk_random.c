@@ -101,7 +101,13 @@ static void exec(const char *text, fr_buf *out)
 
 /* ---- the model ------------------------------------------------------------------------ */
 
-typedef enum engine_kind { E_LAST_ROW, E_LAST_ROW_WAL, E_FIRST_ROW, E_VERSIONED, E_AGG } engine_kind;
+typedef enum engine_kind {
+    E_LAST_ROW,
+    E_LAST_ROW_WAL,
+    E_FIRST_ROW,
+    E_VERSIONED,
+    E_AGG,
+} engine_kind;
 
 /* A row (k, a, b): a BIGINT (the version column for versioned; summed for aggregation), b a
  * short STRING (last non-null value for aggregation). */
@@ -197,7 +203,8 @@ static void model_state(const model *m, fr_buf *out)
         if (!r->present) continue;
         char a[32];
         snprintf(a, sizeof a, "%lld", (long long)r->a);
-        fr_buf_printf(out, NULL, "%d|%s|%s\n", k, r->a_null ? "NULL" : a, r->b_null ? "NULL" : r->b);
+        fr_buf_printf(out, NULL, "%d|%s|%s\n", k, r->a_null ? "NULL" : a,
+                      r->b_null ? "NULL" : r->b);
     }
 }
 
