@@ -257,7 +257,8 @@ static int parse_partition_option(const fr_schema *s, const char *key, const cha
                                   fr_table_conf *c, fr_buf *norm, fr_error *err)
 {
     fr_auto_partition *a = &c->autop;
-    if (strcmp(key, OPT_DYNAMIC) == 0) return parse_bool(key, value, &c->dynamic_partitions, norm, err);
+    if (strcmp(key, OPT_DYNAMIC) == 0)
+        return parse_bool(key, value, &c->dynamic_partitions, norm, err);
     if (strcmp(key, OPT_AUTO) == 0) return parse_bool(key, value, &a->enabled, norm, err);
     if (strcmp(key, OPT_AUTO_KEY) == 0) {
         FR_TRY(find_column(s, key, value, &a->key, err));

@@ -144,6 +144,78 @@ static int check_new_partitions(fr_table *t, const fr_batch *b, const int *cols,
     return rc;
 }
 
+/* What routing keeps from row to row: text buffers, the previous row's partition texts and
+ * index (rows of one partition tend to come together), the values of the bucket key. */
+typedef struct route_scratch {
+    fr_buf texts, prev, bytes;
+    char **values;
+    fr_value *keyvals;
+    int prev_part; /* -2: none */
+} route_scratch;
+
+static void scratch_free(route_scratch *s)
+{
+    fr_buf_free(&s->texts);
+    fr_buf_free(&s->prev);
+    fr_buf_free(&s->bytes);
+    fr_free(s->values);
+    fr_free(s->keyvals);
+}
+
+static int scratch_init(const fr_table *t, route_scratch *s, fr_error *err)
+{
+    memset(s, 0, sizeof *s);
+    fr_buf_init(&s->texts);
+    fr_buf_init(&s->prev);
+    fr_buf_init(&s->bytes);
+    s->prev_part = -2;
+    s->values = fr_calloc((size_t)t->conf.npart + 1, sizeof *s->values);
+    s->keyvals = fr_calloc((size_t)t->conf.nbucket_key + 1, sizeof *s->keyvals);
+    FR_CHECK(s->values && s->keyvals, FR_ENOMEM, err, "out of memory routing rows");
+    return FR_OK;
+}
+
+/* The partition of one row: *part an index into r->parts, or -1 when the row can go
+ * nowhere (not create: a partition that does not exist or cannot). */
+static int row_partition(fr_table *t, const fr_batch *b, const int *cols, int64_t row,
+                         bool create, route *r, route_scratch *s, int *part, fr_error *err)
+{
+    int rc = row_partition_texts(t, b, cols, row, &s->texts, s->values, err);
+    if (rc == FR_EINVAL && !create) { /* a key no partition can hold: not found */
+        if (err) fr_error_clear(err);
+        s->prev_part = -2;
+        *part = -1;
+        return FR_OK;
+    }
+    FR_TRY(rc);
+    if (s->prev_part != -2 && s->texts.len == s->prev.len &&
+        memcmp(s->texts.data, s->prev.data, s->texts.len) == 0) {
+        *part = s->prev_part;
+        return FR_OK;
+    }
+    fr_tpart *p = NULL;
+    if (create) FR_TRY(fr_table_partition_for_write(t, s->values, &p, err));
+    else p = fr_table_find_part(t, s->values);
+    *part = p ? route_part_index(r, p, err) : -1;
+    FR_TRY(*part < -1 ? *part : FR_OK);
+    fr_buf_reset(&s->prev);
+    s->prev_part = *part;
+    return fr_buf_append(&s->prev, s->texts.data, s->texts.len, err);
+}
+
+static int row_bucket_of(fr_table *t, const fr_batch *b, const int *cols, int64_t row,
+                         route_scratch *s, int *bucket, fr_error *err)
+{
+    *bucket = 0;
+    if (t->conf.nbuckets == 1 || !cols) return FR_OK;
+    for (int k = 0; k < t->conf.nbucket_key; k++)
+        fr_column_get(fr_batch_column(b, cols[k]), row, &s->keyvals[k]);
+    int rc = bucket_of_values(t, s->keyvals, &s->bytes, err);
+    FR_TRY(rc);
+    *bucket = rc;
+    return FR_OK;
+}
+
 /* Routes every row of b. create: partitions that do not exist are created (or the call
  * fails); otherwise their rows get part -1. */
 static int route_rows(fr_table *t, const fr_batch *b, const route_cols *rc_cols, bool create,
@@ -152,71 +224,25 @@ static int route_rows(fr_table *t, const fr_batch *b, const route_cols *rc_cols,
     int64_t rows = fr_batch_num_rows(b);
     if (create && t->conf.npart > 0) FR_TRY(check_new_partitions(t, b, rc_cols->part, err));
     FR_TRY(route_init(r, rows, err));
-    fr_buf texts, prev, scratch;
-    fr_buf_init(&texts);
-    fr_buf_init(&prev);
-    fr_buf_init(&scratch);
-    char **values = fr_calloc((size_t)t->conf.npart + 1, sizeof *values);
-    fr_value *keyvals = fr_calloc((size_t)t->conf.nbucket_key + 1, sizeof *keyvals);
-    int rc = values && keyvals ? FR_OK : fr_fail(err, FR_ENOMEM, "out of memory routing rows");
-    int prev_part = -2;
+    route_scratch s;
+    int rc = scratch_init(t, &s, err);
     r->one = true;
-    if (rc == FR_OK && t->conf.npart == 0) {
+    if (rc == FR_OK && t->conf.npart == 0) { /* one NULL entry: the table's own buckets */
         r->parts = fr_calloc(1, sizeof *r->parts);
         r->nparts = r->parts ? 1 : 0;
         if (!r->parts) rc = fr_fail(err, FR_ENOMEM, "out of memory routing rows");
     }
     for (int64_t row = 0; rc == FR_OK && row < rows; row++) {
-        int part = 0;
-        if (t->conf.npart > 0) {
-            rc = row_partition_texts(t, b, rc_cols->part, row, &texts, values, err);
-            if (rc == FR_EINVAL && !create) { /* a key no partition can hold: not found */
-                if (err) fr_error_clear(err);
-                rc = FR_OK;
-                r->part[row] = -1;
-                r->bucket[row] = 0;
-                r->one = false;
-                prev_part = -2;
-                continue;
-            }
-            if (rc < 0) break;
-            if (prev_part != -2 && texts.len == prev.len &&
-                memcmp(texts.data, prev.data, texts.len) == 0) {
-                part = prev_part;
-            } else {
-                fr_tpart *p = NULL;
-                if (create) rc = fr_table_partition_for_write(t, values, &p, err);
-                else p = fr_table_find_part(t, values);
-                if (rc < 0) break;
-                part = p ? route_part_index(r, p, err) : -1;
-                if (part < -1) {
-                    rc = part;
-                    break;
-                }
-                fr_buf_reset(&prev);
-                rc = fr_buf_append(&prev, texts.data, texts.len, err);
-                prev_part = part;
-            }
-        }
-        int bucket = 0;
-        if (rc == FR_OK && t->conf.nbuckets > 1 && rc_cols->bucket) {
-            for (int k = 0; k < t->conf.nbucket_key; k++) {
-                const fr_column *c = fr_batch_column(b, rc_cols->bucket[k]);
-                keyvals[k].is_null = fr_column_is_null(c, row);
-                if (!keyvals[k].is_null) fr_column_get(c, row, &keyvals[k]);
-            }
-            bucket = bucket_of_values(t, keyvals, &scratch, err);
-            if (bucket < 0) rc = bucket;
-        }
+        int part = 0, bucket = 0;
+        if (t->conf.npart > 0)
+            rc = row_partition(t, b, rc_cols->part, row, create, r, &s, &part, err);
+        if (rc == FR_OK && part >= 0)
+            rc = row_bucket_of(t, b, rc_cols->bucket, row, &s, &bucket, err);
         r->part[row] = part;
         r->bucket[row] = bucket;
         if (row > 0 && (part != r->part[0] || bucket != r->bucket[0])) r->one = false;
     }
-    fr_buf_free(&texts);
-    fr_buf_free(&prev);
-    fr_buf_free(&scratch);
-    fr_free(values);
-    fr_free(keyvals);
+    scratch_free(&s);
     if (rc < 0) route_free(r);
     return rc;
 }

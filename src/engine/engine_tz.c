@@ -279,7 +279,8 @@ static bool tzif_offset(const uint8_t *p, size_t len, int64_t utc_s, int32_t *ou
     uint32_t lo = 0, hi = c.time; /* first transition after utc_s */
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        int64_t tm = tsize == 8 ? be64(times + 8 * (size_t)mid) : (int32_t)be32(times + 4 * (size_t)mid);
+        int64_t tm = tsize == 8 ? be64(times + 8 * (size_t)mid)
+                                : (int32_t)be32(times + 4 * (size_t)mid);
         if (tm <= utc_s) lo = mid + 1;
         else hi = mid;
     }

@@ -41,11 +41,11 @@ static inline fr_batch *pk_batch_of(const fr_schema *s, const pk_row *rows, int 
     fr_error err = {0};
     KIT_CHECK(fr_builder_new(s, &bld, &err), err);
     for (int i = 0; i < n; i++) {
-        if (rows[i].dt) KIT_CHECK(fr_builder_append_bytes(bld, 0, rows[i].dt, strlen(rows[i].dt), &err), err);
+        const char *dt = rows[i].dt, *name = rows[i].name;
+        if (dt) KIT_CHECK(fr_builder_append_bytes(bld, 0, dt, strlen(dt), &err), err);
         else KIT_CHECK(fr_builder_append_null(bld, 0, &err), err);
         KIT_CHECK(fr_builder_append_i64(bld, 1, rows[i].id, &err), err);
-        if (rows[i].name)
-            KIT_CHECK(fr_builder_append_bytes(bld, 2, rows[i].name, strlen(rows[i].name), &err), err);
+        if (name) KIT_CHECK(fr_builder_append_bytes(bld, 2, name, strlen(name), &err), err);
         else KIT_CHECK(fr_builder_append_null(bld, 2, &err), err);
         KIT_CHECK(fr_builder_append_f64(bld, 3, rows[i].score, &err), err);
     }

@@ -122,7 +122,8 @@ static void test_explicit(void **state)
     fr_error err = {0};
     KIT_CHECK(log_create(e, "t", no_dyn, 2, &err), err);
     fr_table *t = kit_table(e, "default", "t");
-    pk_row rows[3] = {{"2026-11-30", 1, "a", 1}, {"2026-11-30", 2, "b", 2}, {"2026-12-01", 3, "c", 3}};
+    pk_row rows[3] = {
+        {"2026-11-30", 1, "a", 1}, {"2026-11-30", 2, "b", 2}, {"2026-12-01", 3, "c", 3}};
 
     /* No partition yet, and none is made by the rows. */
     fr_batch *b = pk_batch(t, rows, 3);
@@ -741,7 +742,8 @@ static void test_reopen_and_orphans(void **state)
     for (int i = 0; i < 5; i++) {
         char cat[2048];
         snprintf(cat, sizeof cat,
-                 "{\"format\": \"firth catalog v1\", \"next_table_id\": 2, \"next_partition_id\": 3,"
+                 "{\"format\": \"firth catalog v1\", \"next_table_id\": 2,"
+                 " \"next_partition_id\": 3,"
                  " \"databases\": [{\"name\": \"default\", \"created_ms\": 1}],"
                  " \"tables\": [{\"id\": 1, \"database\": \"default\", \"name\": \"p\","
                  " \"created_ms\": 1, \"schema_id\": 0, \"schemas\": [{\"id\": 0, \"fields\":"
@@ -805,7 +807,9 @@ static void check_model(fr_table *t, model_row m[R_DTS][R_IDS], uint64_t seed, i
     int want = 0;
     for (int d = 0; d < R_DTS; d++)
         for (int i = 0; i < R_IDS; i++) want += m[d][i].present;
-    if (g.n != want) fail_msg("seed %llu step %d: %d rows, model %d", (unsigned long long)seed, step, g.n, want);
+    if (g.n != want)
+        fail_msg("seed %llu step %d: %d rows, model %d", (unsigned long long)seed, step, g.n,
+                 want);
     for (int k = 0; k < g.n; k++) {
         int d = g.dt[k][1] - '0';
         model_row *r = &m[d][g.id[k]];
@@ -836,8 +840,8 @@ static void check_model(fr_table *t, model_row m[R_DTS][R_IDS], uint64_t seed, i
     for (int i = 0; i < n; i++) {
         model_row *r = &m[keys[i].dt[1] - '0'][keys[i].id];
         if (found[i] != r->present)
-            fail_msg("seed %llu step %d: lookup (%s, %" PRId64 ") found %d", (unsigned long long)seed,
-                     step, keys[i].dt, keys[i].id, found[i]);
+            fail_msg("seed %llu step %d: lookup (%s, %" PRId64 ") found %d",
+                     (unsigned long long)seed, step, keys[i].dt, keys[i].id, found[i]);
         if (!found[i]) continue;
         assert_int_equal(g.id[k], keys[i].id);
         assert_string_equal(g.dt[k], keys[i].dt);

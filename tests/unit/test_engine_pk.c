@@ -300,7 +300,8 @@ static void check_lookups(fr_table *t, double bump, int deleted_mod)
         int64_t id = keys[i].id;
         bool want = id < NROWS && strcmp(keys[i].dt, DTS[id % 4]) == 0 &&
                     (deleted_mod == 0 || id % deleted_mod != 0);
-        if (found[i] != want) fail_msg("key %d (%s, %" PRId64 "): found %d", i, keys[i].dt, id, found[i]);
+        if (found[i] != want)
+            fail_msg("key %d (%s, %" PRId64 "): found %d", i, keys[i].dt, id, found[i]);
         if (!want) continue;
         pk_row r = row_of((int)id, bump);
         assert_int_equal(g.id[k], id); /* in the order asked */
@@ -543,7 +544,8 @@ static void test_partial_and_engines(void **state)
     fr_table_release(t);
 
     /* first_row keeps the first row; a delete is ignored by default. */
-    PK_CREATE_OK(e, "f", PK_DT_ID, 2, NULL, 0, (fr_option[]){{"table.merge-engine", "first_row"}}, 1);
+    PK_CREATE_OK(e, "f", PK_DT_ID, 2, NULL, 0,
+                 (fr_option[]){{"table.merge-engine", "first_row"}}, 1);
     t = kit_table(e, "default", "f");
     pk_put(t, rows, 2, NULL);
     pk_row again[1] = {{"a", 1, "z", 7}};
@@ -558,8 +560,8 @@ static void test_partial_and_engines(void **state)
     fr_table_release(t);
 
     /* disable refuses deletes with an error. */
-    PK_CREATE_OK(e, "nodel", PK_DT_ID, 2, NULL, 0, (fr_option[]){{"table.delete.behavior", "disable"}},
-                 1);
+    PK_CREATE_OK(e, "nodel", PK_DT_ID, 2, NULL, 0,
+                 (fr_option[]){{"table.delete.behavior", "disable"}}, 1);
     t = kit_table(e, "default", "nodel");
     pk_put(t, rows, 2, NULL);
     b = pk_batch(t, again, 1);
