@@ -128,9 +128,14 @@ void fr_expr_columns(const fr_expr *e, uint8_t *used);
 
 /* Writes the expression as SQL text (for EXPLAIN-like messages and tests), appending to
  * out: every operator parenthesized, "(a + 1)", "(x IS NOT NULL)", "(s LIKE 'a''b%')",
- * "CAST(a AS BIGINT)"; strings quoted with '' doubled, identifiers that are not plain
- * ([A-Za-z_][A-Za-z0-9_]*) in backquotes, DATE '2026-01-01', TIME '10:00:00',
- * TIMESTAMP '2026-01-01 10:00:00.123', X'0a1b' for bytes. */
+ * "CAST(a AS BIGINT)"; strings quoted with '' doubled, column names that are not plain
+ * ([A-Za-z_][A-Za-z0-9_]*) or are reserved words (fr_expr_word_reserved) in backquotes,
+ * a backquote in them doubled ("`select`", "`unit price`", "`a``b`"), DATE '2026-01-01',
+ * TIME '10:00:00', TIMESTAMP '2026-01-01 10:00:00.123', X'0a1b' for bytes. The SQL
+ * parser reads the text back as the same expression. */
 int fr_expr_format(const fr_expr *e, fr_buf *out, fr_error *err);
+/* Whether p[0..n) is a word the SQL dialect reserves (any case): SELECT, FROM, AND, NULL,
+ * ... A column of that name is written in backquotes. */
+bool fr_expr_word_reserved(const char *p, size_t n);
 
 #endif

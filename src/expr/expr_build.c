@@ -6,6 +6,7 @@
 #include <assert.h>
 #include <math.h>
 #include <stdio.h>
+#include <strings.h>
 
 #include "expr/expr_internal.h"
 
@@ -104,6 +105,27 @@ static int ex_format_quoted(fr_buf *out, char quote, const uint8_t *p, size_t n,
     return fr_buf_append(out, &quote, 1, err);
 }
 
+/* The words the SQL dialect reserves (src/sql/sql_lexer.c keeps the same list): a bare
+ * word that is one of them is read as the keyword, never as a name. */
+static const char *const ex_reserved_words[] = {
+    "ALL", "AND", "AS", "BETWEEN", "BY", "CASE", "CAST", "CREATE", "DELETE", "DESCRIBE",
+    "DISTINCT", "DROP", "ELSE", "END", "EXISTS", "FALSE", "FROM", "GROUP", "HAVING", "IN",
+    "INSERT", "INTO", "IS", "JOIN", "LIKE", "LIMIT", "NOT", "NULL", "ON", "OR", "ORDER",
+    "SELECT", "SET", "SHOW", "TABLE", "THEN", "TRUE", "UNION", "UPDATE", "USE", "VALUES",
+    "WHEN", "WHERE", "WITH",
+};
+
+bool fr_expr_word_reserved(const char *p, size_t n)
+{
+    for (size_t i = 0; i < sizeof ex_reserved_words / sizeof ex_reserved_words[0]; i++) {
+        const char *w = ex_reserved_words[i];
+        if (strlen(w) == n && strncasecmp(w, p, n) == 0) return true;
+    }
+    return false;
+}
+
+/* A name that reads back as itself when written bare: [A-Za-z_][A-Za-z0-9_]* and not a
+ * reserved word. */
 static bool ex_plain_identifier(const char *s)
 {
     if (!s[0] || (s[0] >= '0' && s[0] <= '9')) return false;
@@ -113,7 +135,7 @@ static bool ex_plain_identifier(const char *s)
               (c >= '0' && c <= '9')))
             return false;
     }
-    return true;
+    return !fr_expr_word_reserved(s, strlen(s));
 }
 
 static int ex_format_double(fr_buf *out, double d, fr_error *err)

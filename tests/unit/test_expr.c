@@ -776,6 +776,52 @@ static void test_format(void **state)
     fr_schema_free(s);
 }
 
+/* Column names that a bare word could not carry back are written in backquotes: reserved
+ * words (any case), names with other characters or a leading digit; a backquote inside is
+ * doubled. Plain names, and keywords that are not reserved, stay bare. */
+static void expect_column_format(const char *name, const char *want)
+{
+    fr_arena *a = fr_arena_new(1024);
+    fr_value one = fr_value_int(fr_type_of(FR_T_INT), 1);
+    fr_expr *e = fr_expr_binary(a, FR_OP_EQ, fr_expr_column(a, name), fr_expr_literal(a, &one));
+    assert_non_null(e);
+    fr_buf b;
+    fr_buf_init(&b);
+    fr_error err = {0};
+    assert_int_equal(fr_expr_format(e, &b, &err), 0);
+    char got[256];
+    snprintf(got, sizeof got, "%.*s", (int)b.len, (char *)b.data);
+    if (strcmp(got, want) != 0) fail_msg("column '%s': got %s, want %s", name, got, want);
+    fr_buf_free(&b);
+    fr_arena_free(a);
+}
+
+static void test_format_names(void **state)
+{
+    (void)state;
+    expect_column_format("price", "(price = 1)");
+    expect_column_format("Unit_Price2", "(Unit_Price2 = 1)");
+    expect_column_format("_x", "(_x = 1)");
+    expect_column_format("date", "(date = 1)"); /* a keyword, not reserved */
+    expect_column_format("key", "(key = 1)");
+    expect_column_format("select", "(`select` = 1)");
+    expect_column_format("From", "(`From` = 1)");
+    expect_column_format("null", "(`null` = 1)");
+    expect_column_format("TRUE", "(`TRUE` = 1)");
+    expect_column_format("and", "(`and` = 1)");
+    expect_column_format("unit price", "(`unit price` = 1)");
+    expect_column_format("1st", "(`1st` = 1)");
+    expect_column_format("a-b", "(`a-b` = 1)");
+    expect_column_format("we`ird", "(`we``ird` = 1)");
+    expect_column_format("``", "(`````` = 1)");
+    expect_column_format("orders$changelog", "(`orders$changelog` = 1)");
+    assert_true(fr_expr_word_reserved("where", 5));
+    assert_true(fr_expr_word_reserved("LIMIT", 5));
+    assert_false(fr_expr_word_reserved("limits", 6));
+    assert_false(fr_expr_word_reserved("wher", 4));
+    assert_false(fr_expr_word_reserved("type", 4));
+}
+
 static void test_columns(void **state)
 {
     (void)state;
@@ -989,6 +1035,7 @@ int main(void)
         cmocka_unit_test(test_empty_and_large_batches),
         cmocka_unit_test(test_filter_requires_boolean),
         cmocka_unit_test(test_format),
+        cmocka_unit_test(test_format_names),
         cmocka_unit_test(test_columns),
         cmocka_unit_test(test_may_match),
         cmocka_unit_test(test_allocation_failures),
