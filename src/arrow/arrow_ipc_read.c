@@ -339,9 +339,10 @@ fail:
     return rc;
 }
 
-/* Checks that out_schema is schema projected to cols. */
+/* Checks that out_schema is schema projected to cols; seen is zeroed scratch of one int per
+ * column of schema. */
 static int fr_ipc_check_columns(const fr_schema *schema, const int *cols, int ncols,
-                                const fr_schema *out_schema, fr_error *err)
+                                const fr_schema *out_schema, int *seen, fr_error *err)
 {
     int nfields = fr_schema_num_fields(schema);
     FR_CHECK(ncols >= 0 && ncols == fr_schema_num_fields(out_schema), FR_EINVAL, err,
@@ -349,12 +350,12 @@ static int fr_ipc_check_columns(const fr_schema *schema, const int *cols, int nc
     for (int j = 0; j < ncols; j++) {
         FR_CHECK(cols[j] >= 0 && cols[j] < nfields, FR_EINVAL, err,
                  "decoding column %d of a schema of %d", cols[j], nfields);
+        FR_CHECK(!seen[cols[j]], FR_EINVAL, err, "decoding column %d twice", cols[j]);
+        seen[cols[j]] = 1;
         const fr_type *a = &fr_schema_field(schema, cols[j])->type;
         const fr_type *b = &fr_schema_field(out_schema, j)->type;
         FR_CHECK(fr_type_equal(a, b) && a->nullable == b->nullable, FR_EINVAL, err,
                  "decoding column %d: the output schema's column %d has another type", cols[j], j);
-        for (int k = 0; k < j; k++)
-            FR_CHECK(cols[k] != cols[j], FR_EINVAL, err, "decoding column %d twice", cols[j]);
     }
     return 0;
 }
@@ -363,18 +364,23 @@ int fr_ipc_read_batch_columns(const uint8_t *p, size_t n, const fr_schema *schem
                               const int *cols, int ncols, const fr_schema *out_schema,
                               fr_batch **out, fr_error *err)
 {
-    FR_TRY(fr_ipc_check_columns(schema, cols, ncols, out_schema, err));
-    fr_ipc_batch_msg m;
-    FR_TRY(fr_ipc_parse_batch(p, n, schema, &m, err));
     int nfields = fr_schema_num_fields(schema);
-    /* first[i]: index of the message's first buffer of column i. */
-    int *first = fr_malloc(((size_t)nfields + 1) * sizeof *first);
+    /* first[i]: index of the message's first buffer of column i (first a scratch marking the
+     * columns chosen). */
+    int *first = fr_calloc((size_t)nfields + 1, sizeof *first);
     FR_CHECK(first, FR_ENOMEM, err, "out of memory decoding a record batch");
+    fr_ipc_batch_msg m;
+    int rc = fr_ipc_check_columns(schema, cols, ncols, out_schema, first, err);
+    if (rc == 0) rc = fr_ipc_parse_batch(p, n, schema, &m, err);
+    if (rc < 0) {
+        fr_free(first);
+        return rc;
+    }
     first[0] = 0;
     for (int i = 0; i < nfields; i++)
         first[i + 1] = first[i] + fr_arrow_nbuffers(&fr_schema_field(schema, i)->type);
     fr_batch *b = NULL;
-    int rc = fr_batch_alloc(out_schema, m.rows, &b, err);
+    rc = fr_batch_alloc(out_schema, m.rows, &b, err);
     if (rc < 0) {
         fr_free(first);
         return rc;
