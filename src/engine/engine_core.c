@@ -577,6 +577,12 @@ int fr_engine_create_table(fr_engine *e, const fr_table_spec *spec, bool if_not_
     fr_table_keys keys = {spec->primary_key, spec->nprimary_key, spec->partition_keys,
                           spec->npartition_keys};
     int rc = fr_table_conf_parse(schemas[0], &keys, spec->options, spec->noptions, &conf, err);
+    fr_error zerr = {0};
+    if (rc == FR_OK && conf.autop.zone && fr_autop_check_zone(conf.autop.zone, true, &zerr) < 0) {
+        rc = fr_fail(err, FR_EINVAL, "option table.auto-partition.time-zone = '%.64s': %s",
+                     conf.autop.zone, zerr.msg);
+        fr_table_conf_free(&conf);
+    }
     if (rc < 0) {
         fr_error_wrap(err, "table %s.%s", db, name);
         fr_schema_free(schemas[0]);

@@ -108,8 +108,10 @@ const char *fr_autop_unit_name(fr_time_unit u);
 const char *fr_autop_default_format(fr_time_unit u);
 /* Checks a time format against the unit (fields in order, fixed widths). */
 int fr_autop_check_format(const char *format, fr_time_unit unit, fr_error *err);
-/* Checks a zone name ('UTC', '+08:00', 'Asia/Shanghai'). */
-int fr_autop_check_zone(const char *zone, fr_error *err);
+/* Checks a zone ('UTC', '+08:00', 'Asia/Shanghai'); with must_exist a name must also have
+ * a readable zoneinfo file (CREATE TABLE), without it only its spelling is checked (a
+ * catalog opened where the zone files are missing still loads; the pass then warns). */
+int fr_autop_check_zone(const char *zone, bool must_exist, fr_error *err);
 /* The partition time value `offset` units from now_ms (negative: back), as text. */
 int fr_autop_value_at(const fr_auto_partition *a, int64_t now_ms, int offset, fr_buf *out,
                       fr_error *err);

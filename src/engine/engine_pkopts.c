@@ -278,7 +278,7 @@ static int parse_partition_option(const fr_schema *s, const char *key, const cha
     }
     if (strcmp(key, OPT_AUTO_ZONE) == 0) {
         fr_error e2 = {0};
-        if (fr_autop_check_zone(value, &e2) < 0)
+        if (fr_autop_check_zone(value, false, &e2) < 0)
             return fr_fail(err, FR_EINVAL, "option %s = '%.64s': %s", key, value, e2.msg);
         return replace_str(&a->zone, value, err);
     }

@@ -345,8 +345,14 @@ int fr_tz_offset(const char *zone, int64_t utc_s, int32_t *offset_s, fr_error *e
     return zoneinfo_offset(zone, utc_s, offset_s, err);
 }
 
-int fr_autop_check_zone(const char *zone, fr_error *err)
+int fr_autop_check_zone(const char *zone, bool must_exist, fr_error *err)
 {
     int32_t off = 0;
+    if (parse_fixed(zone, &off)) return FR_OK;
+    if (!must_exist) {
+        FR_CHECK(zone_name_ok(zone), FR_EINVAL, err, "'%.64s' is not a time zone: give a name "
+                 "such as 'Asia/Shanghai', 'UTC' or an offset such as '+08:00'", zone);
+        return FR_OK;
+    }
     return fr_tz_offset(zone, fr_now_ms() / 1000, &off, err);
 }

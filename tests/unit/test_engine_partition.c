@@ -668,6 +668,42 @@ static void test_auto_multi_key(void **state)
     kit_rmdir(dir);
 }
 
+/* A zone whose file is missing where the data dir is opened does not refuse the catalog:
+ * the table loads and its auto-partitioning pass fails with a message. */
+static void test_zone_missing_at_load(void **state)
+{
+    (void)state;
+    char *dir = kit_tmpdir("part_zone");
+    fr_engine *e = kit_open(dir);
+    fr_option opts[] = {{"table.auto-partition.enabled", "true"},
+                        {"table.auto-partition.time-zone", "Europe/Paris"}};
+    fr_error err = {0};
+    KIT_CHECK(log_create(e, "t", opts, 2, &err), err);
+    fr_engine_close(e);
+    char path[256];
+    snprintf(path, sizeof path, "%s/meta/catalog.json", dir);
+    uint8_t *data = NULL;
+    size_t len = 0;
+    KIT_CHECK(fr_read_file(path, 1 << 20, &data, &len, &err), err);
+    char *text = fr_malloc(len + 1);
+    memcpy(text, data, len);
+    text[len] = '\0';
+    char *at = strstr(text, "Europe/Paris");
+    assert_non_null(at);
+    memcpy(at, "Nowhere/Xyz1", 12);
+    KIT_CHECK(fr_write_file_atomic(path, text, len, &err), err);
+    fr_free(text);
+    fr_free(data);
+    e = kit_open(dir);
+    fr_table *t = kit_table(e, "default", "t");
+    assert_int_equal(fr_engine_run_auto_partition_at(e, utc_ms(2099, 1, 1, 0, 0), &err),
+                     FR_EINVAL);
+    assert_non_null(strstr(err.msg, "unknown time zone 'Nowhere/Xyz1'"));
+    fr_table_release(t);
+    fr_engine_close(e);
+    kit_rmdir(dir);
+}
+
 /* ---- reopen, ids, crashes -------------------------------------------------------------- */
 
 static void test_reopen_and_orphans(void **state)
@@ -917,6 +953,7 @@ int main(void)
         cmocka_unit_test(test_auto_day),
         cmocka_unit_test(test_auto_hour_zones),
         cmocka_unit_test(test_auto_multi_key),
+        cmocka_unit_test(test_zone_missing_at_load),
         cmocka_unit_test(test_reopen_and_orphans),
         cmocka_unit_test(test_random_model),
     };
