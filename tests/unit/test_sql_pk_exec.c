@@ -234,6 +234,10 @@ static void test_upserts(void **state)
                "for column 'amount': 'x' is not a valid DECIMAL(10, 2)");
     assert_run("SELECT count FROM o", "error ENOTFOUND: line 1, column 8: unknown column 'count'");
     assert_run("SELECT id FROM o", "[id INT NOT NULL]\n2\nend\n");
+    ok("INSERT INTO o VALUES (3, 'c', 3), (4, 'd', 4)");
+    assert_run("SELECT id FROM o LIMIT 2", "[id INT NOT NULL]\n2\n3\nend\n");
+    assert_run("SELECT id FROM o WHERE id > 2 LIMIT 1", "[id INT NOT NULL]\n3\nend\n");
+    assert_run("SELECT id FROM o LIMIT 0", "[id INT NOT NULL]\nend\n");
 }
 
 static void test_partial_updates(void **state)
@@ -375,6 +379,7 @@ static void test_lookups(void **state)
                "[plan STRING NOT NULL]\n"
                "prefix lookup of 1 prefix on (a) of the key (a, b, c): one bucket each\n"
                "then filter: ((a = 1) AND (c = 1))\nend\n");
+    assert_run("SELECT v FROM k WHERE a = 1 LIMIT 2", "[v INT]\n11\n12\nend\n");
     assert_run("SELECT b, c, v FROM k WHERE a = 1 AND c = 1",
                "[b STRING NOT NULL, c BIGINT NOT NULL, v INT]\nx | 1 | 11\ny | 1 | 13\nend\n");
     assert_run("EXPLAIN SELECT v FROM k WHERE a IN (1, 2) AND b = 'y'",
