@@ -6,10 +6,13 @@
  * internal fr_error into the caller's firth_error (the codes are the same numbers). The
  * engine is thread-safe; the session is used by firth_execute and, read-only, to resolve
  * "t" against the current database. */
-#include "client/client_bridge.h"
+#include "client/client_int.h"
 
 #include <stdio.h>
+#include <stdatomic.h>
 #include <strings.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 _Static_assert((int)FIRTH_EINVAL == (int)FR_EINVAL && (int)FIRTH_ESTATE == (int)FR_ESTATE &&
                    (int)FIRTH_ENOTFOUND == (int)FR_ENOTFOUND &&
@@ -27,18 +30,7 @@ _Static_assert((int)FIRTH_CHANGE_APPEND == (int)FR_CHANGE_APPEND &&
                    (int)FIRTH_CHANGE_DELETE == (int)FR_CHANGE_DELETE,
                "public and internal change types are the same numbers");
 
-struct firth_client {
-    fr_engine *engine;
-    fr_sql_session *session;
-};
-
-struct firth_batch {
-    fr_batch *batch;
-};
-
-static int fail(firth_error *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(firth_error *err, int code, const char *fmt, ...)
+int fr_client_fail(firth_error *err, int code, const char *fmt, ...)
 {
     if (err) {
         err->code = code;
@@ -83,7 +75,7 @@ void firth_batch_free(firth_batch *b)
 int firth_batch_export(const firth_batch *b, struct ArrowSchema *schema,
                        struct ArrowArray *array, firth_error *err)
 {
-    if (!b || !schema || !array) return fail(err, FIRTH_EINVAL, "export: a NULL argument");
+    if (!b || !schema || !array) return fr_client_fail(err, FIRTH_EINVAL, "export: a NULL argument");
     fr_error e = {0};
     if (fr_batch_export(b->batch, schema, array, &e) < 0) return firth_error_from(&e, err);
     return FIRTH_OK;
@@ -92,14 +84,14 @@ int firth_batch_export(const firth_batch *b, struct ArrowSchema *schema,
 int firth_batch_import(struct ArrowSchema *schema, struct ArrowArray *array,
                        firth_batch **out, firth_error *err)
 {
-    if (!schema || !array || !out) return fail(err, FIRTH_EINVAL, "import: a NULL argument");
+    if (!schema || !array || !out) return fr_client_fail(err, FIRTH_EINVAL, "import: a NULL argument");
     fr_error e = {0};
     fr_batch *b = NULL;
     if (fr_batch_import(schema, array, &b, &e) < 0) return firth_error_from(&e, err);
     *out = firth_batch_wrap(b);
     if (!*out) {
         fr_batch_free(b);
-        return fail(err, FIRTH_ENOMEM, "out of memory importing a batch");
+        return fr_client_fail(err, FIRTH_ENOMEM, "out of memory importing a batch");
     }
     return FIRTH_OK;
 }
@@ -108,24 +100,23 @@ void firth_free(void *p) { fr_free(p); }
 
 /* ---- clients --------------------------------------------------------------------------- */
 
-/* The data dir of a target: "file:DIR", "file:///abs/dir" or a plain path. */
+/* The data dir of a target: "file:DIR", "file:///abs/dir" or a plain path ("firth://" is
+ * taken by the caller). */
 static int target_dir(const char *target, const char **dir, firth_error *err)
 {
-    if (!target || !*target) return fail(err, FIRTH_EINVAL, "no target given: use file:DIR");
-    if (strncasecmp(target, "firth://", 8) == 0)
-        return fail(err, FIRTH_EUNSUPPORTED, "%s: remote connections need the firth server, "
-                    "which this version does not have yet; open a data dir with file:DIR",
-                    target);
+    if (!target || !*target)
+        return fr_client_fail(err, FIRTH_EINVAL, "no target given: use file:DIR or "
+                              "firth://HOST:PORT");
     if (strncasecmp(target, "file:", 5) == 0) {
         target += 5;
         if (strncmp(target, "//", 2) == 0) target += 2; /* file:///abs -> /abs */
     } else {
         const char *scheme = strstr(target, "://");
         if (scheme && strcspn(target, "/") > (size_t)(scheme - target))
-            return fail(err, FIRTH_EUNSUPPORTED, "%s: unknown kind of target; use file:DIR",
-                        target);
+            return fr_client_fail(err, FIRTH_EUNSUPPORTED, "%s: unknown kind of target; use "
+                                  "file:DIR or firth://HOST:PORT", target);
     }
-    if (!*target) return fail(err, FIRTH_EINVAL, "the target names no directory");
+    if (!*target) return fr_client_fail(err, FIRTH_EINVAL, "the target names no directory");
     *dir = target;
     return FIRTH_OK;
 }
@@ -137,16 +128,16 @@ struct firth_config {
 
 int firth_config_new(firth_config **out, firth_error *err)
 {
-    if (!out) return fail(err, FIRTH_EINVAL, "firth_config_new: a NULL argument");
+    if (!out) return fr_client_fail(err, FIRTH_EINVAL, "firth_config_new: a NULL argument");
     *out = fr_calloc(1, sizeof **out);
-    if (!*out) return fail(err, FIRTH_ENOMEM, "out of memory creating a configuration");
+    if (!*out) return fr_client_fail(err, FIRTH_ENOMEM, "out of memory creating a configuration");
     fr_engine_options_default(&(*out)->opts);
     return FIRTH_OK;
 }
 
 int firth_config_set(firth_config *c, const char *key, const char *value, firth_error *err)
 {
-    if (!c) return fail(err, FIRTH_EINVAL, "firth_config_set: no configuration given");
+    if (!c) return fr_client_fail(err, FIRTH_EINVAL, "firth_config_set: no configuration given");
     fr_error e = {0};
     if (fr_engine_options_set(&c->opts, key, value, &e) < 0) return firth_error_from(&e, err);
     return FIRTH_OK;
@@ -160,7 +151,7 @@ int firth_open_opts(const char *target, const char *const *keys, const char *con
                     int n, firth_client **out, firth_error *err)
 {
     if (n < 0 || (n > 0 && (!keys || !values)))
-        return fail(err, FIRTH_EINVAL, "firth_open_opts: %d keys but no arrays", n);
+        return fr_client_fail(err, FIRTH_EINVAL, "firth_open_opts: %d keys but no arrays", n);
     firth_config c;
     fr_engine_options_default(&c.opts);
     for (int i = 0; i < n; i++) {
@@ -178,11 +169,17 @@ int firth_open(const char *target, firth_client **out, firth_error *err)
 int firth_open_config(const char *target, const firth_config *config, firth_client **out,
                       firth_error *err)
 {
+    if (!out) return fr_client_fail(err, FIRTH_EINVAL, "firth_open: no result pointer");
+    /* A remote client takes the configuration keys (they are checked) but they configure
+     * the server, which reads its own. */
+    if (target && strncasecmp(target, "firth://", 8) == 0)
+        return fr_remote_open(target, target + 8, out, err);
     const char *dir = NULL;
     int rc = target_dir(target, &dir, err);
     if (rc < 0) return rc;
     firth_client *c = fr_calloc(1, sizeof *c);
-    if (!c) return fail(err, FIRTH_ENOMEM, "out of memory opening %s", target);
+    if (!c) return fr_client_fail(err, FIRTH_ENOMEM, "out of memory opening %s", target);
+    pthread_mutex_init(&c->db_mu, NULL);
     fr_engine_options o;
     if (config) o = config->opts;
     else fr_engine_options_default(&o);
@@ -200,8 +197,11 @@ int firth_open_config(const char *target, const firth_config *config, firth_clie
 void firth_close(firth_client *c)
 {
     if (!c) return;
+    fr_cnet_close(c->net);
+    fr_free(c->target);
     fr_sql_session_free(c->session);
     fr_engine_close(c->engine);
+    pthread_mutex_destroy(&c->db_mu);
     fr_free(c);
 }
 
@@ -257,14 +257,15 @@ static int exec_end(void *ctx, const char *message, fr_error *err)
 
 int firth_execute(firth_client *c, const char *sql, const firth_sink *sink, firth_error *err)
 {
-    if (!c || !sql) return fail(err, FIRTH_EINVAL, "execute: no client or no SQL text");
+    if (!c || !sql) return fr_client_fail(err, FIRTH_EINVAL, "execute: no client or no SQL text");
+    if (c->remote) return fr_remote_execute(c, sql, sink, err);
     firth_sink none = {0};
     exec_ctx x = {.user = sink ? sink : &none};
     fr_sql_sink s = {.ctx = &x, .begin = exec_begin, .rows = exec_rows, .end = exec_end};
     fr_error e = {0};
     int rc = fr_sql_execute(c->session, sql, strlen(sql), &s, &e);
     if (x.user_rc > 0) return FIRTH_OK; /* the caller asked to stop: not an error */
-    if (x.user_rc < 0) return fail(err, x.user_rc, "execution stopped by the sink (%d)", x.user_rc);
+    if (x.user_rc < 0) return fr_client_fail(err, x.user_rc, "execution stopped by the sink (%d)", x.user_rc);
     if (rc < 0) return firth_error_from(&e, err);
     return FIRTH_OK;
 }
@@ -274,7 +275,7 @@ int firth_execute(firth_client *c, const char *sql, const firth_sink *sink, firt
 /* Resolves "db.t" or "t" and takes a handle on the table. */
 static int open_table(firth_client *c, const char *name, fr_table **out, firth_error *err)
 {
-    if (!c || !name) return fail(err, FIRTH_EINVAL, "no client or no table name");
+    if (!c || !name) return fr_client_fail(err, FIRTH_EINVAL, "no client or no table name");
     char db[FR_NAME_BYTES_MAX + 1], t[FR_NAME_BYTES_MAX + 1];
     fr_error e = {0};
     if (fr_sql_resolve_table(c->session, name, db, sizeof db, t, sizeof t, &e) < 0 ||
@@ -285,6 +286,7 @@ static int open_table(firth_client *c, const char *name, fr_table **out, firth_e
 
 int firth_table_info(firth_client *c, const char *table, char **json, firth_error *err)
 {
+    if (c && c->remote && table && json) return fr_remote_table_info(c, table, json, err);
     fr_table *t = NULL;
     int rc = open_table(c, table, &t, err);
     if (rc < 0) return rc;
@@ -294,13 +296,47 @@ int firth_table_info(firth_client *c, const char *table, char **json, firth_erro
     return rc < 0 ? firth_error_from(&e, err) : FIRTH_OK;
 }
 
+static int target_columns(const char *table, const fr_schema *s, const char *text, int *cols,
+                          int *n, fr_error *err);
+
+/* firth_produce and firth_upsert for a remote client. */
+static int remote_write(firth_client *c, const char *table, const fr_batch *b,
+                        const uint8_t *ops, const char *targets_text, bool put,
+                        int64_t writer_id, int32_t seq, int64_t *count, firth_error *err)
+{
+    fr_ctable *t = NULL;
+    fr_error e = {0};
+    int *targets = NULL, ntargets = 0;
+    int rc = fr_ctable_open(c, table, &t, &e);
+    if (rc == 0 && put && t->npk == 0)
+        rc = fr_fail(&e, FR_EINVAL, "table %s has no primary key: append to it instead",
+                     t->qname);
+    if (rc == 0 && !put && t->npk > 0)
+        rc = fr_fail(&e, FR_EINVAL, "table %s has a primary key: upsert into it instead",
+                     t->qname);
+    if (rc == 0 && targets_text) {
+        int nf = fr_schema_num_fields(t->schema);
+        targets = fr_calloc((size_t)nf + 1, sizeof *targets);
+        rc = targets ? target_columns(t->qname, t->schema, targets_text, targets, &ntargets, &e)
+                     : fr_fail(&e, FR_ENOMEM, "out of memory for target columns");
+        if (ntargets == nf) ntargets = 0;
+    }
+    if (rc == 0)
+        rc = fr_remote_write(t, b, ops, targets, ntargets, writer_id, seq, count, &e);
+    fr_free(targets);
+    fr_ctable_free(t);
+    return rc < 0 ? firth_error_from(&e, err) : FIRTH_OK;
+}
+
 int firth_produce(firth_client *c, const char *table, const firth_batch *batch,
                   int64_t writer_id, int32_t seq, int64_t *appended, firth_error *err)
 {
     int64_t sink = 0;
     if (!appended) appended = &sink;
     *appended = 0;
-    if (!batch) return fail(err, FIRTH_EINVAL, "produce: no batch");
+    if (!batch) return fr_client_fail(err, FIRTH_EINVAL, "produce: no batch");
+    if (c && c->remote) return remote_write(c, table, batch->batch, NULL, NULL, false,
+                                            writer_id, seq, appended, err);
     fr_table *t = NULL;
     int rc = open_table(c, table, &t, err);
     if (rc < 0) return rc;
@@ -315,7 +351,15 @@ int firth_produce(firth_client *c, const char *table, const firth_batch *batch,
 
 int firth_table_is_pk(firth_client *c, const char *table, bool *is_pk, firth_error *err)
 {
-    if (!is_pk) return fail(err, FIRTH_EINVAL, "table_is_pk: no result pointer");
+    if (!is_pk) return fr_client_fail(err, FIRTH_EINVAL, "table_is_pk: no result pointer");
+    if (c && c->remote && table) {
+        fr_ctable *ct = NULL;
+        fr_error e = {0};
+        if (fr_ctable_open(c, table, &ct, &e) < 0) return firth_error_from(&e, err);
+        *is_pk = ct->npk > 0;
+        fr_ctable_free(ct);
+        return FIRTH_OK;
+    }
     fr_table *t = NULL;
     int rc = open_table(c, table, &t, err);
     if (rc < 0) return rc;
@@ -376,7 +420,9 @@ int firth_upsert(firth_client *c, const char *table, const firth_batch *batch,
     int64_t ignored = 0;
     if (!changed) changed = &ignored;
     *changed = 0;
-    if (!batch) return fail(err, FIRTH_EINVAL, "upsert: no batch");
+    if (!batch) return fr_client_fail(err, FIRTH_EINVAL, "upsert: no batch");
+    if (c && c->remote) return remote_write(c, table, batch->batch, ops, target_text, true,
+                                            writer_id, seq, changed, err);
     fr_table *t = NULL;
     int rc = open_table(c, table, &t, err);
     if (rc < 0) return rc;
@@ -396,4 +442,17 @@ int firth_upsert(firth_client *c, const char *table, const firth_batch *batch,
     fr_free(targets);
     fr_table_release(t);
     return rc < 0 ? firth_error_from(&e, err) : FIRTH_OK;
+}
+
+int64_t fr_client_random_writer_id(void)
+{
+    /* Ids only need to differ between writers of one table; the clock and the process id
+     * mixed with a per-process counter are enough where getrandom is missing. */
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) {
+        static _Atomic uint64_t counter;
+        v = (uint64_t)fr_now_ms() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid() << 20 ^
+            atomic_fetch_add(&counter, 1);
+    }
+    return (int64_t)(v >> 1);
 }

@@ -4,7 +4,7 @@
  *
  * The predicate is parsed and bound against the table's schema into an arena that lives
  * for the scan; the projection is the listed columns, in the order given. */
-#include "client/client_bridge.h"
+#include "client/client_int.h"
 
 #include <stdio.h>
 
@@ -145,6 +145,7 @@ static int scan(firth_client *c, const char *table, const firth_scan_options *op
         }
         return FIRTH_EINVAL;
     }
+    if (c->remote) return fr_remote_scan(c, table, opts, sc->fn, sc->changes_fn, sc->ctx, err);
     firth_scan_options defaults = {.start = FIRTH_START_EARLIEST, .max_records = -1};
     const firth_scan_options *o = opts ? opts : &defaults;
     fr_error e = {0};

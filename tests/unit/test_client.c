@@ -113,8 +113,11 @@ static void test_open(void **state)
     OK(firth_open(target, &c, &err), err);
     firth_close(c);
 
-    assert_int_equal(firth_open("firth://localhost:9123", &c, &err), FIRTH_EUNSUPPORTED);
-    assert_non_null(strstr(err.msg, "remote connections need the firth server"));
+    /* Nothing listens on port 1: a remote open fails at once, saying where it tried. */
+    assert_int_equal(firth_open("firth://127.0.0.1:1", &c, &err), FIRTH_EIO);
+    assert_non_null(strstr(err.msg, "cannot connect to 127.0.0.1:1"));
+    assert_int_equal(firth_open("firth://127.0.0.1:99999", &c, &err), FIRTH_EINVAL);
+    assert_int_equal(firth_open("firth://", &c, &err), FIRTH_EINVAL);
     assert_int_equal(firth_open("s3://bucket/x", &c, &err), FIRTH_EUNSUPPORTED);
     assert_int_equal(firth_open("", &c, &err), FIRTH_EINVAL);
     assert_int_equal(firth_open("file:", &c, &err), FIRTH_EINVAL);
