@@ -115,6 +115,9 @@ int fr_autop_check_zone(const char *zone, bool must_exist, fr_error *err);
 /* The partition time value `offset` units from now_ms (negative: back), as text. */
 int fr_autop_value_at(const fr_auto_partition *a, int64_t now_ms, int offset, fr_buf *out,
                       fr_error *err);
+/* The UTC offset at utc_s that the bytes of a zoneinfo (TZif) file give; false when they
+ * are not a valid file (the fuzz target's entry point). */
+bool fr_tzif_offset(const uint8_t *p, size_t len, int64_t utc_s, int32_t *out);
 /* The UTC offset of zone (NULL: the system's) at utc_s (engine_tz.c). */
 int fr_tz_offset(const char *zone, int64_t utc_s, int32_t *offset_s, fr_error *err);
 /* Whether text matches the format of a (digits where fields are, literals elsewhere). */

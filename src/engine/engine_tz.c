@@ -154,7 +154,7 @@ static bool posix_parse(const char *s, posix_tz *z)
 {
     memset(z, 0, sizeof *z);
     int32_t off;
-    if (!tz_name(&s) || !tz_hms(&s, &off)) return false;
+    if (!tz_name(&s) || !tz_hms(&s, &off) || off < -25 * 3600 || off > 25 * 3600) return false;
     z->std_off = -off; /* POSIX offsets count hours west */
     z->dst_off = z->std_off;
     if (*s == '\0') return true;
@@ -165,6 +165,10 @@ static bool posix_parse(const char *s, posix_tz *z)
         if (!tz_hms(&s, &off)) return false;
         z->dst_off = -off;
     }
+    /* POSIX offsets go up to 24 hours; rule times (below) may go further. */
+    if (z->std_off < -25 * 3600 || z->std_off > 25 * 3600 || z->dst_off < -25 * 3600 ||
+        z->dst_off > 25 * 3600)
+        return false;
     const char *rules = *s == ',' ? s + 1 : "M3.2.0,M11.1.0";
     if (!tz_rule_parse(&rules, &z->start) || *rules++ != ',' || !tz_rule_parse(&rules, &z->end))
         return false;
@@ -255,7 +259,7 @@ static size_t tzif_block_len(const tzif_counts *c, int tsize)
 }
 
 /* The offset at utc_s from a TZif file's bytes; false when they are not a valid file. */
-static bool tzif_offset(const uint8_t *p, size_t len, int64_t utc_s, int32_t *out)
+bool fr_tzif_offset(const uint8_t *p, size_t len, int64_t utc_s, int32_t *out)
 {
     tzif_counts c;
     if (!tzif_header(p, len, &c)) return false;
@@ -324,7 +328,7 @@ static int zoneinfo_offset(const char *zone, int64_t utc_s, int32_t *out, fr_err
         return fr_fail(err, FR_EINVAL, "unknown time zone '%.64s' (no readable %s): give a "
                        "name such as 'Asia/Shanghai', 'UTC' or an offset such as '+08:00'",
                        zone, path);
-    bool ok = tzif_offset(data, len, utc_s, out);
+    bool ok = fr_tzif_offset(data, len, utc_s, out);
     fr_free(data);
     FR_CHECK(ok, FR_EINVAL, err, "time zone '%.64s': %s is not a valid zoneinfo file", zone,
              path);
