@@ -206,6 +206,16 @@ int fr_remote_write(fr_ctable *t, const fr_batch *b, const uint8_t *ops, const i
                     int ntargets, int64_t writer_id, int32_t seq, int64_t *count,
                     fr_error *err);
 
+/* The destination of each row of b: dest[row] = partition index * nbuckets + bucket, with
+ * part_ids[partition index] its partition id (-1 without partitions); partitions missing
+ * on the server are created when the table allows. fixed is the bucket of every row of a
+ * table without a bucket key (-1: round robin per call). *dest and *part_ids are the
+ * caller's (fr_free). */
+int fr_remote_route(fr_ctable *t, const fr_batch *b, int fixed, int32_t **dest,
+                    int64_t **part_ids, int *nparts, fr_error *err);
+/* The batch has the table's columns, by type, in order (FR_ETYPE otherwise). */
+int fr_remote_check_batch(const fr_ctable *t, const fr_batch *b, fr_error *err);
+
 /* One unit of a remote write: the rows for one bucket of one partition, encoded. */
 typedef struct fr_rput {
     int64_t partition_id;

@@ -218,7 +218,7 @@ int fr_remote_table_info(firth_client *c, const char *table, char **json, firth_
 /* ---- writes ---------------------------------------------------------------------------------- */
 
 /* The batch must have the table's columns, by type, in the table's order. */
-static int check_batch(const fr_ctable *t, const fr_batch *b, fr_error *err)
+int fr_remote_check_batch(const fr_ctable *t, const fr_batch *b, fr_error *err)
 {
     int nf = fr_schema_num_fields(t->schema);
     FR_CHECK(fr_batch_num_columns(b) == nf, FR_ETYPE, err,
@@ -448,31 +448,36 @@ fail:
 /* Buckets for appends without a writer id into a table without a bucket key. */
 static _Atomic uint32_t round_robin;
 
-static int route_rows(fr_ctable *t, const fr_batch *b, int64_t writer_id, int32_t seq,
-                      route_plan *p, fr_error *err)
+int fr_remote_route(fr_ctable *t, const fr_batch *b, int fixed, int32_t **dest,
+                    int64_t **part_ids, int *nparts, fr_error *err)
 {
     int64_t rows = fr_batch_num_rows(b);
-    p->dest = fr_malloc(sizeof *p->dest * (size_t)(rows + 1));
-    FR_CHECK(p->dest, FR_ENOMEM, err, "out of memory routing rows");
-    FR_TRY(route_partitions(t, b, p->dest, p, err));
-    FR_CHECK((int64_t)p->nparts * t->nbuckets <= INT32_MAX, FR_ELIMIT, err,
-             "too many destinations");
-    int fixed = -1;
-    if (t->nbucket_key == 0)
-        fixed = writer_id >= 0 ? fr_route_writer_bucket(writer_id, seq, t->nbuckets)
-                               : (int)(atomic_fetch_add(&round_robin, 1) % (uint32_t)t->nbuckets);
+    route_plan p = {0};
+    p.dest = fr_malloc(sizeof *p.dest * (size_t)(rows + 1));
+    int rc = p.dest ? FR_OK : fr_fail(err, FR_ENOMEM, "out of memory routing rows");
+    if (rc == 0) rc = route_partitions(t, b, p.dest, &p, err);
+    if (rc == 0 && (int64_t)p.nparts * t->nbuckets > INT32_MAX)
+        rc = fr_fail(err, FR_ELIMIT, "too many destinations");
+    if (rc == 0 && t->nbucket_key == 0 && fixed < 0)
+        fixed = (int)(atomic_fetch_add(&round_robin, 1) % (uint32_t)t->nbuckets);
     fr_buf scratch;
     fr_buf_init(&scratch);
-    int rc = FR_OK;
     for (int64_t r = 0; r < rows && rc == 0; r++) {
         int bucket = fixed;
-        if (fixed < 0)
+        if (t->nbucket_key > 0)
             rc = fr_route_bucket(b, t->bucket_key, t->nbucket_key, t->nbuckets, r, &scratch,
                                  &bucket, err);
-        p->dest[r] = p->dest[r] * t->nbuckets + bucket;
+        p.dest[r] = p.dest[r] * t->nbuckets + bucket;
     }
     fr_buf_free(&scratch);
-    return rc;
+    if (rc < 0) {
+        route_plan_free(&p);
+        return rc;
+    }
+    *dest = p.dest;
+    *part_ids = p.part_ids;
+    *nparts = p.nparts;
+    return FR_OK;
 }
 
 int fr_remote_write(fr_ctable *t, const fr_batch *b, const uint8_t *ops, const int *targets,
@@ -480,7 +485,7 @@ int fr_remote_write(fr_ctable *t, const fr_batch *b, const uint8_t *ops, const i
                     fr_error *err)
 {
     *count = 0;
-    FR_TRY(check_batch(t, b, err));
+    FR_TRY(fr_remote_check_batch(t, b, err));
     int64_t rows = fr_batch_num_rows(b);
     if (rows == 0) return FR_OK;
     route_plan plan = {0};
@@ -488,7 +493,9 @@ int fr_remote_write(fr_ctable *t, const fr_batch *b, const uint8_t *ops, const i
     fr_rput *units = NULL;
     uint8_t *unit_ops = NULL;
     int nunits = 0, rc = FR_OK;
-    FR_GOTO(route_rows(t, b, writer_id, seq, &plan, err));
+    int fixed = t->nbucket_key == 0 && writer_id >= 0
+                    ? fr_route_writer_bucket(writer_id, seq, t->nbuckets) : -1;
+    FR_GOTO(fr_remote_route(t, b, fixed, &plan.dest, &plan.part_ids, &plan.nparts, err));
     int ndest = plan.nparts * t->nbuckets;
     order = fr_malloc(sizeof *order * (size_t)rows);
     start = fr_malloc(sizeof *start * ((size_t)ndest + 1));

@@ -1,0 +1,788 @@
+/* client_writer.c — firth_writer: rows of many calls batched per destination, sent by a
+ * background thread, acknowledged per call, and retried safely.
+ *
+ * A destination ("unit") is one bucket of one partition for a remote client (the client
+ * routes rows as the engine does) and the whole table for an embedded one (the engine
+ * routes). Each call's rows are split into one piece per unit and queued there; a unit is
+ * sent when its queued bytes reach batch_bytes, when its oldest piece has waited linger_ms,
+ * or when someone flushes. A unit has at most one batch in flight, and each batch carries
+ * the writer id and the unit's next sequence number, which stays the same across the
+ * retries of that batch and moves on once it is done (applied or failed for good): the log
+ * refuses a (writer, sequence) it has already seen as a duplicate, so a retry after an
+ * ambiguous failure never applies rows twice, and rows of one unit are applied in call
+ * order.
+ *
+ * Locking: mu guards everything below it in the struct; the thread sends without holding
+ * it. Calls complete when their last piece does; ack callbacks run on the thread, without
+ * mu held. Memory: the rows queued or in flight are bounded by buffer_bytes (a call waits
+ * for room; a single call larger than the bound is let in alone). */
+#include "client/client_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <time.h>
+
+#define WRITER_FAILURES_KEPT 256
+
+typedef struct wcall {
+    struct wcall *next, *prev; /* the open list; next also links the done list */
+    uint64_t token;
+    int pending;          /* pieces not done */
+    int64_t rows;
+    int status;
+    char msg[FR_ERROR_MSG_MAX];
+} wcall;
+
+typedef struct wpiece {
+    struct wpiece *next;
+    fr_batch *rows;       /* owned */
+    uint8_t *ops;         /* owned; NULL: all upserts (or appends) */
+    wcall *call;
+    int64_t bytes;
+} wpiece;
+
+typedef struct wunit {
+    int64_t partition_id;
+    int bucket;
+    wpiece *head, *tail;  /* queued */
+    int64_t bytes;
+    int64_t oldest_ns;
+    wpiece *sending;      /* in flight */
+    int32_t next_seq;
+} wunit;
+
+typedef struct wfailure {
+    uint64_t token;
+    int status;
+    char msg[FR_ERROR_MSG_MAX];
+} wfailure;
+
+struct firth_writer {
+    firth_client *client;
+    fr_ctable *t;
+    firth_writer_options o;
+    char *targets_text;
+    int *targets, ntargets;
+    int64_t writer_id;
+    pthread_t thread;
+    bool thread_started;
+
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv;  /* the thread: something to send, a flush, stop */
+    pthread_cond_t done_cv;  /* callers: calls completed, room in the buffer */
+    wunit *units;            /* index: partition index * nbuckets + bucket */
+    int nunits;
+    int64_t *pids;           /* partition ids by partition index */
+    int npids;
+    wcall *open, *open_tail; /* calls not complete, in token order */
+    uint64_t next_token;
+    int64_t buffered;
+    int flushing;            /* callers in firth_writer_flush */
+    bool stopping;
+    wfailure failures[WRITER_FAILURES_KEPT];
+    int nfailures;           /* total recorded; the last WRITER_FAILURES_KEPT are kept */
+    int first_status;        /* the first failure since the last flush */
+    char first_msg[FR_ERROR_MSG_MAX];
+    int64_t rows_acked, rows_changed, calls_failed;
+};
+
+void firth_writer_options_init(firth_writer_options *o)
+{
+    *o = (firth_writer_options){
+        .batch_bytes = 1 << 20,
+        .linger_ms = 5,
+        .buffer_bytes = 64 << 20,
+        .retries = 10,
+        .retry_backoff_ms = 100,
+        .writer_id = -1,
+    };
+}
+
+static int cond_mono(pthread_cond_t *cv)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(cv, &a);
+    pthread_condattr_destroy(&a);
+    return rc;
+}
+
+static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t at_ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(at_ns / 1000000000),
+                          .tv_nsec = (long)(at_ns % 1000000000)};
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
+/* ---- units --------------------------------------------------------------------------------- */
+
+/* The unit of (pid, bucket), growing the table for a new partition (mu held). */
+static int unit_index(firth_writer *w, int64_t pid, int bucket, int *out, fr_error *err)
+{
+    int nb = w->client->remote ? w->t->nbuckets : 1;
+    int p = 0;
+    while (p < w->npids && w->pids[p] != pid) p++;
+    if (p == w->npids) {
+        int64_t *pids = fr_realloc(w->pids, sizeof *pids * (size_t)(w->npids + 1));
+        FR_CHECK(pids, FR_ENOMEM, err, "out of memory for a new partition");
+        w->pids = pids;
+        wunit *units = fr_realloc(w->units, sizeof *units * (size_t)(w->nunits + nb));
+        FR_CHECK(units, FR_ENOMEM, err, "out of memory for a new partition");
+        w->units = units;
+        for (int b = 0; b < nb; b++)
+            w->units[w->nunits + b] = (wunit){.partition_id = pid, .bucket = b};
+        w->pids[w->npids++] = pid;
+        w->nunits += nb;
+    }
+    *out = p * nb + bucket;
+    return FR_OK;
+}
+
+static void piece_free(wpiece *p)
+{
+    fr_batch_free(p->rows);
+    fr_free(p->ops);
+    fr_free(p);
+}
+
+static void pieces_free(wpiece *p)
+{
+    for (wpiece *next; p; p = next) {
+        next = p->next;
+        piece_free(p);
+    }
+}
+
+/* ---- completing calls ------------------------------------------------------------------------ */
+
+static void record_failure(firth_writer *w, wcall *c)
+{
+    wfailure *f = &w->failures[w->nfailures++ % WRITER_FAILURES_KEPT];
+    f->token = c->token;
+    f->status = c->status;
+    snprintf(f->msg, sizeof f->msg, "%s", c->msg);
+    w->calls_failed++;
+    if (w->first_status == 0) {
+        w->first_status = c->status;
+        snprintf(w->first_msg, sizeof w->first_msg, "%s", c->msg);
+    }
+}
+
+/* Marks a unit's batch in flight done with status; moves complete calls to *done (mu held). */
+static void finish_batch(firth_writer *w, wunit *u, int status, const fr_error *err,
+                         int64_t changed, wcall **done)
+{
+    for (wpiece *p = u->sending, *next; p; p = next) {
+        next = p->next;
+        wcall *c = p->call;
+        if (status < 0 && c->status == 0) {
+            c->status = status;
+            snprintf(c->msg, sizeof c->msg, "%s", err->msg);
+        }
+        w->buffered -= p->bytes;
+        if (--c->pending == 0) {
+            if (c->prev) c->prev->next = c->next;
+            else w->open = c->next;
+            if (c->next) c->next->prev = c->prev;
+            else w->open_tail = c->prev;
+            if (c->status < 0) record_failure(w, c);
+            else w->rows_acked += c->rows;
+            c->next = *done;
+            *done = c;
+        }
+        piece_free(p);
+    }
+    if (status == 0) w->rows_changed += changed;
+    u->sending = NULL;
+    u->next_seq = u->next_seq == INT32_MAX ? 0 : u->next_seq + 1;
+}
+
+static void run_callbacks(firth_writer *w, wcall *done)
+{
+    for (wcall *c = done, *next; c; c = next) {
+        next = c->next;
+        if (w->o.on_ack) w->o.on_ack(w->o.ack_ctx, c->token, c->status, c->status ? c->msg : NULL);
+        fr_free(c);
+    }
+}
+
+/* ---- sending --------------------------------------------------------------------------------- */
+
+/* The rows of a unit's pieces as one batch, and their ops (NULL when none has any). */
+static int join_pieces(firth_writer *w, wpiece *pieces, fr_batch **rows, uint8_t **ops,
+                       fr_error *err)
+{
+    int n = 0;
+    bool any_ops = false;
+    int64_t total = 0;
+    for (wpiece *p = pieces; p; p = p->next) {
+        n++;
+        any_ops = any_ops || p->ops;
+        total += fr_batch_num_rows(p->rows);
+    }
+    *ops = NULL;
+    if (any_ops) {
+        *ops = fr_calloc((size_t)total + 1, 1);
+        FR_CHECK(*ops, FR_ENOMEM, err, "out of memory joining %lld rows", (long long)total);
+        int64_t at = 0;
+        for (wpiece *p = pieces; p; p = p->next) {
+            int64_t r = fr_batch_num_rows(p->rows);
+            if (p->ops) memcpy(*ops + at, p->ops, (size_t)r);
+            at += r;
+        }
+    }
+    fr_gather_run *runs = fr_calloc((size_t)n, sizeof *runs);
+    FR_CHECK(runs, FR_ENOMEM, err, "out of memory joining rows");
+    int i = 0;
+    for (wpiece *p = pieces; p; p = p->next)
+        runs[i++] = (fr_gather_run){p->rows, 0, fr_batch_num_rows(p->rows)};
+    int rc = fr_gather(w->t->schema, runs, n, rows, err);
+    fr_free(runs);
+    return rc;
+}
+
+static bool retriable(int status) { return status == FR_EIO; }
+
+/* Sends the batches of the units (embedded: one unit, the table) until each is applied,
+ * failed for good, or out of retries. status[i], errs[i], changed[i] get each one's end. */
+typedef struct wsend {
+    int unit;
+    int32_t seq;
+    fr_batch *rows;
+    uint8_t *ops;
+    int status;
+    fr_error err;
+    int64_t changed;
+} wsend;
+
+static int send_local(firth_writer *w, wsend *s)
+{
+    fr_table *t = w->t->local;
+    int64_t count = 0;
+    fr_error e = {0};
+    int rc = w->t->npk ? fr_table_put(t, s->rows, s->ops, w->ntargets ? w->targets : NULL,
+                                      w->ntargets, w->writer_id, s->seq, &count, &e)
+                       : fr_table_append(t, s->rows, w->writer_id, s->seq, &count, &e);
+    if (rc == FR_EDUPLICATE) rc = 0;
+    s->status = rc < 0 ? rc : 0;
+    s->err = e;
+    s->changed = w->t->npk ? count : 0;
+    return FR_OK;
+}
+
+/* One request for every send that is not settled yet (status FR_EIO marks those to retry). */
+static void send_remote(firth_writer *w, wsend *sends, int n, const bool *todo)
+{
+    fr_rput *units = fr_calloc((size_t)n + 1, sizeof *units);
+    int *map = fr_calloc((size_t)n + 1, sizeof *map);
+    int k = 0;
+    fr_error e = {0};
+    int rc = units && map ? FR_OK : fr_fail(&e, FR_ENOMEM, "out of memory sending rows");
+    for (int i = 0; rc == 0 && i < n; i++) {
+        if (!todo[i]) continue;
+        const wunit *u = &w->units[sends[i].unit];
+        fr_rput *p = &units[k];
+        fr_buf_init(&p->records);
+        p->partition_id = u->partition_id;
+        p->bucket = u->bucket;
+        p->rows = fr_batch_num_rows(sends[i].rows);
+        map[k++] = i;
+        rc = fr_remote_encode(w->t, sends[i].rows, w->t->npk ? sends[i].ops : NULL,
+                              w->writer_id, sends[i].seq, &p->records, &e);
+    }
+    if (rc == 0) rc = fr_remote_send(w->t, units, k, w->targets, w->ntargets, w->writer_id, &e);
+    for (int j = 0; j < k; j++) {
+        wsend *s = &sends[map[j]];
+        if (rc < 0) {
+            s->status = rc;
+            s->err = e;
+        } else {
+            s->status = units[j].status;
+            s->err = units[j].err;
+            s->changed = w->t->npk ? units[j].count : 0;
+        }
+    }
+    for (int j = 0; units && j < k; j++) fr_buf_free(&units[j].records);
+    if (!units || !map) /* nothing was tried: every send fails with the message */
+        for (int i = 0; i < n; i++)
+            if (todo[i]) sends[i].status = FR_ENOMEM, sends[i].err = e;
+    fr_free(units);
+    fr_free(map);
+}
+
+static void send_all(firth_writer *w, wsend *sends, int n)
+{
+    bool *todo = fr_calloc((size_t)n + 1, sizeof *todo);
+    int64_t backoff = w->o.retry_backoff_ms;
+    for (int attempt = 0;; attempt++) {
+        int left = 0;
+        for (int i = 0; i < n; i++) {
+            /* The first round sends what was joined; later rounds what may be retried. */
+            bool again = attempt == 0 ? sends[i].rows != NULL : retriable(sends[i].status);
+            if (todo) todo[i] = again;
+            left += again;
+        }
+        if (!todo) break;
+        if (left == 0) break;
+        if (attempt > 0) {
+            if (attempt > w->o.retries) break;
+            struct timespec ts = {.tv_sec = backoff / 1000, .tv_nsec = (backoff % 1000) * 1000000};
+            nanosleep(&ts, NULL);
+            backoff = backoff * 2 < 5000 ? backoff * 2 : 5000;
+        }
+        if (w->client->remote) {
+            send_remote(w, sends, n, todo);
+        } else {
+            for (int i = 0; i < n; i++)
+                if (todo[i]) send_local(w, &sends[i]);
+        }
+    }
+    if (!todo)
+        for (int i = 0; i < n; i++)
+            if (sends[i].rows)
+                sends[i].status = fr_fail(&sends[i].err, FR_ENOMEM, "out of memory sending rows");
+    fr_free(todo);
+}
+
+/* Whether unit u should go now (mu held). */
+static bool unit_ready(const firth_writer *w, const wunit *u, int64_t now)
+{
+    if (!u->head || u->sending) return false;
+    return w->flushing > 0 || w->stopping || u->bytes >= w->o.batch_bytes ||
+           now - u->oldest_ns >= w->o.linger_ms * 1000000;
+}
+
+static void *writer_main(void *arg)
+{
+    firth_writer *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        int64_t now = fr_monotonic_ns(), wake = INT64_MAX;
+        int ready = 0;
+        for (int i = 0; i < w->nunits; i++) {
+            wunit *u = &w->units[i];
+            if (unit_ready(w, u, now)) ready++;
+            else if (u->head && !u->sending && u->oldest_ns + w->o.linger_ms * 1000000 < wake)
+                wake = u->oldest_ns + w->o.linger_ms * 1000000;
+        }
+        if (ready == 0) {
+            if (w->stopping && !w->open) break;
+            if (wake == INT64_MAX) pthread_cond_wait(&w->work_cv, &w->mu);
+            else timed_wait(&w->work_cv, &w->mu, wake);
+            continue;
+        }
+        wsend *sends = fr_calloc((size_t)ready, sizeof *sends);
+        int n = 0;
+        for (int i = 0; sends && i < w->nunits; i++) {
+            wunit *u = &w->units[i];
+            if (!unit_ready(w, u, now)) continue;
+            u->sending = u->head;
+            u->head = u->tail = NULL;
+            u->bytes = 0;
+            sends[n++] = (wsend){.unit = i, .seq = u->next_seq};
+        }
+        pthread_mutex_unlock(&w->mu);
+        /* The pieces in flight belong to this thread: join them without the lock. The units
+         * array may be reallocated by callers meanwhile, so it is indexed again under mu. */
+        for (int i = 0; i < n; i++) {
+            pthread_mutex_lock(&w->mu);
+            wpiece *pieces = w->units[sends[i].unit].sending;
+            pthread_mutex_unlock(&w->mu);
+            fr_error e = {0};
+            sends[i].status = join_pieces(w, pieces, &sends[i].rows, &sends[i].ops, &e);
+            sends[i].err = e;
+        }
+        int nsend = 0;
+        for (int i = 0; i < n; i++) nsend += sends[i].status == 0;
+        if (nsend > 0) send_all(w, sends, n);
+        pthread_mutex_lock(&w->mu);
+        wcall *done = NULL;
+        for (int i = 0; i < n; i++) {
+            finish_batch(w, &w->units[sends[i].unit], sends[i].status, &sends[i].err,
+                         sends[i].changed, &done);
+            fr_batch_free(sends[i].rows);
+            fr_free(sends[i].ops);
+        }
+        bool oom = !sends;
+        fr_free(sends);
+        pthread_cond_broadcast(&w->done_cv);
+        if (done) {
+            pthread_mutex_unlock(&w->mu);
+            run_callbacks(w, done);
+            pthread_mutex_lock(&w->mu);
+        }
+        if (oom) /* out of memory for the list: wait a little before trying again */
+            timed_wait(&w->work_cv, &w->mu, fr_monotonic_ns() + 10000000);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* ---- the public calls ------------------------------------------------------------------------ */
+
+static int writer_fail(firth_error *err, const fr_error *e) { return firth_error_from(e, err); }
+
+static int resolve_targets(firth_writer *w, fr_error *err)
+{
+    int nf = fr_schema_num_fields(w->t->schema), n = 0;
+    int *cols = fr_calloc((size_t)nf + 1, sizeof *cols);
+    FR_CHECK(cols, FR_ENOMEM, err, "out of memory for target columns");
+    int rc = fr_ctable_columns(w->t, w->targets_text, cols, &n, err);
+    if (rc < 0) {
+        fr_free(cols);
+        return rc;
+    }
+    /* Ascending, as the engine takes them; every column is a whole-row write. */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && cols[j - 1] > cols[j]; j--) {
+            int x = cols[j];
+            cols[j] = cols[j - 1];
+            cols[j - 1] = x;
+        }
+    w->targets = cols;
+    w->ntargets = n == nf ? 0 : n;
+    return FR_OK;
+}
+
+static void writer_free(firth_writer *w)
+{
+    for (int i = 0; i < w->nunits; i++) {
+        pieces_free(w->units[i].head);
+        pieces_free(w->units[i].sending);
+    }
+    for (wcall *c = w->open, *next; c; c = next) {
+        next = c->next;
+        fr_free(c);
+    }
+    fr_free(w->units);
+    fr_free(w->pids);
+    fr_free(w->targets);
+    fr_free(w->targets_text);
+    fr_ctable_free(w->t);
+    pthread_cond_destroy(&w->work_cv);
+    pthread_cond_destroy(&w->done_cv);
+    pthread_mutex_destroy(&w->mu);
+    fr_free(w);
+}
+
+int firth_writer_open(firth_client *c, const char *table, const firth_writer_options *o,
+                      firth_writer **out, firth_error *err)
+{
+    if (!c || !table || !out) return fr_client_fail(err, FIRTH_EINVAL, "writer: a NULL argument");
+    firth_writer_options d;
+    firth_writer_options_init(&d);
+    if (!o) o = &d;
+    if (o->batch_bytes <= 0 || o->linger_ms < 0 || o->buffer_bytes <= 0 || o->retries < 0 ||
+        o->retry_backoff_ms < 0 || o->writer_id < -1)
+        return fr_client_fail(err, FIRTH_EINVAL, "writer options: batch_bytes and buffer_bytes "
+                              "must be positive, linger_ms, retries and retry_backoff_ms not "
+                              "negative, writer_id -1 or an id");
+    firth_writer *w = fr_calloc(1, sizeof *w);
+    if (!w) return fr_client_fail(err, FIRTH_ENOMEM, "out of memory opening a writer");
+    w->client = c;
+    w->o = *o;
+    pthread_mutex_init(&w->mu, NULL);
+    cond_mono(&w->work_cv);
+    cond_mono(&w->done_cv);
+    fr_error e = {0};
+    int rc = fr_ctable_open(c, table, &w->t, &e);
+    if (rc == 0 && o->target_columns) {
+        if (!w->t->npk)
+            rc = fr_fail(&e, FR_EINVAL, "table %s has no primary key: target columns are for "
+                         "upserts", w->t->qname);
+        else if (!(w->targets_text = fr_strdup(o->target_columns)))
+            rc = fr_fail(&e, FR_ENOMEM, "out of memory opening a writer");
+        else
+            rc = resolve_targets(w, &e);
+    }
+    w->o.target_columns = w->targets_text;
+    w->writer_id = o->writer_id >= 0 ? o->writer_id : fr_client_random_writer_id();
+    if (rc == 0 && pthread_create(&w->thread, NULL, writer_main, w) != 0)
+        rc = fr_fail(&e, FR_ENOMEM, "cannot start the writer's thread");
+    if (rc < 0) {
+        writer_free(w);
+        return writer_fail(err, &e);
+    }
+    w->thread_started = true;
+    *out = w;
+    return FIRTH_OK;
+}
+
+/* The pieces of a call: one per destination, with the destination's unit (mu not held:
+ * routing may ask the server for partitions). */
+typedef struct wroute {
+    wpiece **pieces;
+    int64_t *pids;
+    int *buckets;
+    int n;
+} wroute;
+
+static void wroute_free(wroute *r)
+{
+    for (int i = 0; r->pieces && i < r->n; i++)
+        if (r->pieces[i]) piece_free(r->pieces[i]);
+    fr_free(r->pieces);
+    fr_free(r->pids);
+    fr_free(r->buckets);
+}
+
+static int new_piece(const fr_batch *b, const uint8_t *ops, const int64_t *rows, int64_t n,
+                     wpiece **out, fr_error *err)
+{
+    wpiece *p = fr_calloc(1, sizeof *p);
+    FR_CHECK(p, FR_ENOMEM, err, "out of memory queueing rows");
+    int rc = rows ? fr_gather_rows(b, rows, n, &p->rows, err)
+                  : fr_batch_slice(b, 0, n, &p->rows, err);
+    if (rc == 0 && ops) {
+        p->ops = fr_malloc((size_t)n);
+        if (!p->ops) rc = fr_fail(err, FR_ENOMEM, "out of memory queueing rows");
+        for (int64_t i = 0; rc == 0 && i < n; i++) p->ops[i] = ops[rows ? rows[i] : i];
+    }
+    if (rc < 0) {
+        piece_free(p);
+        return rc;
+    }
+    p->bytes = fr_gather_bytes(p->rows);
+    *out = p;
+    return FR_OK;
+}
+
+static int route_call(firth_writer *w, const fr_batch *b, const uint8_t *ops, wroute *r,
+                      fr_error *err)
+{
+    int64_t rows = fr_batch_num_rows(b);
+    if (!w->client->remote) {
+        r->pieces = fr_calloc(1, sizeof *r->pieces);
+        r->pids = fr_calloc(1, sizeof *r->pids);
+        r->buckets = fr_calloc(1, sizeof *r->buckets);
+        FR_CHECK(r->pieces && r->pids && r->buckets, FR_ENOMEM, err, "out of memory queueing");
+        r->pids[0] = -1;
+        r->n = 1;
+        return new_piece(b, ops, NULL, rows, &r->pieces[0], err);
+    }
+    int32_t *dest = NULL;
+    int64_t *part_ids = NULL, *order = NULL, *start = NULL;
+    int nparts = 0, rc = FR_OK;
+    FR_GOTO(fr_remote_route(w->t, b, -1, &dest, &part_ids, &nparts, err));
+    int ndest = nparts * w->t->nbuckets;
+    order = fr_malloc(sizeof *order * (size_t)(rows + 1));
+    start = fr_malloc(sizeof *start * ((size_t)ndest + 1));
+    r->pieces = fr_calloc((size_t)ndest + 1, sizeof *r->pieces);
+    r->pids = fr_calloc((size_t)ndest + 1, sizeof *r->pids);
+    r->buckets = fr_calloc((size_t)ndest + 1, sizeof *r->buckets);
+    if (!order || !start || !r->pieces || !r->pids || !r->buckets) {
+        rc = fr_fail(err, FR_ENOMEM, "out of memory queueing rows");
+        goto fail;
+    }
+    FR_GOTO(fr_route_group(dest, rows, ndest, order, start, err));
+    for (int d = 0; d < ndest; d++) {
+        int64_t n = start[d + 1] - start[d];
+        if (n == 0) continue;
+        r->pids[r->n] = part_ids[d / w->t->nbuckets];
+        r->buckets[r->n] = d % w->t->nbuckets;
+        FR_GOTO(new_piece(b, ops, n == rows ? NULL : order + start[d], n, &r->pieces[r->n], err));
+        r->n++;
+    }
+fail:
+    fr_free(dest);
+    fr_free(part_ids);
+    fr_free(order);
+    fr_free(start);
+    return rc;
+}
+
+static bool call_open(const firth_writer *w, uint64_t token)
+{
+    for (const wcall *c = w->open; c && c->token <= token; c = c->next)
+        if (c->token == token) return true;
+    return false;
+}
+
+static int writer_put(firth_writer *w, const fr_batch *b, const uint8_t *ops, uint64_t *token,
+                      fr_error *err)
+{
+    FR_TRY(fr_remote_check_batch(w->t, b, err));
+    int64_t rows = fr_batch_num_rows(b);
+    for (int64_t i = 0; ops && i < rows; i++) {
+        FR_CHECK(ops[i] == FIRTH_OP_UPSERT || ops[i] == FIRTH_OP_DELETE, FR_EINVAL, err,
+                 "row %lld: operation %d is neither FIRTH_OP_UPSERT nor FIRTH_OP_DELETE",
+                 (long long)i + 1, ops[i]);
+        FR_CHECK(w->t->npk || ops[i] == FIRTH_OP_UPSERT, FR_EINVAL, err,
+                 "table %s has no primary key: rows cannot be deleted from it", w->t->qname);
+    }
+    if (!w->t->npk) ops = NULL;
+    wroute r = {0};
+    wcall *call = fr_calloc(1, sizeof *call);
+    int rc = call ? FR_OK : fr_fail(err, FR_ENOMEM, "out of memory queueing rows");
+    if (rc == 0 && rows > 0) rc = route_call(w, b, ops, &r, err);
+    int64_t bytes = 0;
+    for (int i = 0; i < r.n; i++) bytes += r.pieces[i]->bytes;
+    int *units = rc == 0 ? fr_calloc((size_t)r.n + 1, sizeof *units) : NULL;
+    if (rc == 0 && !units) rc = fr_fail(err, FR_ENOMEM, "out of memory queueing rows");
+    pthread_mutex_lock(&w->mu);
+    while (rc == 0 && !w->stopping && w->buffered > 0 && w->buffered + bytes > w->o.buffer_bytes)
+        pthread_cond_wait(&w->done_cv, &w->mu);
+    if (rc == 0 && w->stopping) rc = fr_fail(err, FR_ESTATE, "the writer is closing");
+    for (int i = 0; rc == 0 && i < r.n; i++)
+        rc = unit_index(w, r.pids[i], r.buckets[i], &units[i], err);
+    if (rc < 0) {
+        pthread_mutex_unlock(&w->mu);
+        fr_free(call);
+        fr_free(units);
+        wroute_free(&r);
+        return rc;
+    }
+    call->token = ++w->next_token;
+    call->pending = r.n;
+    call->rows = rows;
+    if (token) *token = call->token;
+    int64_t now = fr_monotonic_ns();
+    for (int i = 0; i < r.n; i++) {
+        wunit *u = &w->units[units[i]];
+        wpiece *p = r.pieces[i];
+        r.pieces[i] = NULL;
+        p->call = call;
+        if (!u->head) u->oldest_ns = now;
+        if (u->tail) u->tail->next = p;
+        else u->head = p;
+        u->tail = p;
+        u->bytes += p->bytes;
+        w->buffered += p->bytes;
+    }
+    if (r.n == 0) { /* nothing to send: done at once */
+        pthread_mutex_unlock(&w->mu);
+        if (w->o.on_ack) w->o.on_ack(w->o.ack_ctx, call->token, 0, NULL);
+        fr_free(call);
+    } else {
+        call->prev = w->open_tail;
+        if (w->open_tail) w->open_tail->next = call;
+        else w->open = call;
+        w->open_tail = call;
+        pthread_cond_signal(&w->work_cv);
+        pthread_mutex_unlock(&w->mu);
+    }
+    fr_free(units);
+    wroute_free(&r);
+    return FR_OK;
+}
+
+static int put_public(firth_writer *w, const firth_batch *batch, const uint8_t *ops,
+                      uint64_t *token, firth_error *err)
+{
+    if (!w || !batch) return fr_client_fail(err, FIRTH_EINVAL, "writer: no writer or no batch");
+    fr_error e = {0};
+    int rc = writer_put(w, batch->batch, ops, token, &e);
+    return rc < 0 ? writer_fail(err, &e) : FIRTH_OK;
+}
+
+int firth_writer_append(firth_writer *w, const firth_batch *batch, uint64_t *token,
+                        firth_error *err)
+{
+    return put_public(w, batch, NULL, token, err);
+}
+
+int firth_writer_upsert(firth_writer *w, const firth_batch *batch, uint64_t *token,
+                        firth_error *err)
+{
+    if (w && !w->t->npk)
+        return fr_client_fail(err, FIRTH_EINVAL, "table %s has no primary key: append to it",
+                              w->t->qname);
+    return put_public(w, batch, NULL, token, err);
+}
+
+int firth_writer_delete(firth_writer *w, const firth_batch *batch, uint64_t *token,
+                        firth_error *err)
+{
+    if (!w || !batch) return fr_client_fail(err, FIRTH_EINVAL, "writer: no writer or no batch");
+    int64_t rows = firth_batch_num_rows(batch);
+    uint8_t *ops = fr_malloc((size_t)rows + 1);
+    if (!ops) return fr_client_fail(err, FIRTH_ENOMEM, "out of memory queueing deletes");
+    memset(ops, FIRTH_OP_DELETE, (size_t)rows);
+    int rc = put_public(w, batch, ops, token, err);
+    fr_free(ops);
+    return rc;
+}
+
+int firth_writer_write(firth_writer *w, const firth_batch *batch, const uint8_t *ops,
+                       uint64_t *token, firth_error *err)
+{
+    return put_public(w, batch, ops, token, err);
+}
+
+int firth_writer_append_arrow(firth_writer *w, struct ArrowSchema *schema,
+                              struct ArrowArray *array, uint64_t *token, firth_error *err)
+{
+    firth_batch *b = NULL;
+    int rc = firth_batch_import(schema, array, &b, err);
+    if (rc < 0) return rc;
+    rc = firth_writer_append(w, b, token, err);
+    firth_batch_free(b);
+    return rc;
+}
+
+int firth_writer_wait(firth_writer *w, uint64_t token, firth_error *err)
+{
+    if (!w) return fr_client_fail(err, FIRTH_EINVAL, "writer: no writer");
+    pthread_mutex_lock(&w->mu);
+    if (token == 0 || token > w->next_token) {
+        pthread_mutex_unlock(&w->mu);
+        return fr_client_fail(err, FIRTH_EINVAL, "writer: no call has token %llu",
+                              (unsigned long long)token);
+    }
+    while (call_open(w, token)) pthread_cond_wait(&w->done_cv, &w->mu);
+    int status = 0;
+    char msg[FR_ERROR_MSG_MAX] = "";
+    int kept = w->nfailures < WRITER_FAILURES_KEPT ? w->nfailures : WRITER_FAILURES_KEPT;
+    for (int i = 0; i < kept; i++) {
+        if (w->failures[i].token == token) {
+            status = w->failures[i].status;
+            snprintf(msg, sizeof msg, "%s", w->failures[i].msg);
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    return status < 0 ? fr_client_fail(err, status, "%s", msg) : FIRTH_OK;
+}
+
+int firth_writer_flush(firth_writer *w, firth_error *err)
+{
+    if (!w) return fr_client_fail(err, FIRTH_EINVAL, "writer: no writer");
+    pthread_mutex_lock(&w->mu);
+    w->flushing++;
+    uint64_t target = w->next_token;
+    pthread_cond_signal(&w->work_cv);
+    while (w->open && w->open->token <= target) pthread_cond_wait(&w->done_cv, &w->mu);
+    w->flushing--;
+    int status = w->first_status;
+    char msg[FR_ERROR_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", w->first_msg);
+    w->first_status = 0;
+    pthread_mutex_unlock(&w->mu);
+    return status < 0 ? fr_client_fail(err, status, "%s", msg) : FIRTH_OK;
+}
+
+void firth_writer_stats(firth_writer *w, int64_t *rows_acked, int64_t *rows_changed,
+                        int64_t *calls_failed)
+{
+    pthread_mutex_lock(&w->mu);
+    if (rows_acked) *rows_acked = w->rows_acked;
+    if (rows_changed) *rows_changed = w->rows_changed;
+    if (calls_failed) *calls_failed = w->calls_failed;
+    pthread_mutex_unlock(&w->mu);
+}
+
+int64_t firth_writer_id(const firth_writer *w) { return w->writer_id; }
+
+int firth_writer_close(firth_writer *w, firth_error *err)
+{
+    if (!w) return FIRTH_OK;
+    int rc = firth_writer_flush(w, err);
+    pthread_mutex_lock(&w->mu);
+    w->stopping = true;
+    pthread_cond_signal(&w->work_cv);
+    pthread_cond_broadcast(&w->done_cv);
+    pthread_mutex_unlock(&w->mu);
+    if (w->thread_started) pthread_join(w->thread, NULL);
+    writer_free(w);
+    return rc;
+}
