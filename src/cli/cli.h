@@ -246,6 +246,7 @@ int cli_produce_arrow(cli_writer *w, const fr_schema *table, int64_t batch_rows,
 int cli_sql_main(int argc, char **argv);
 int cli_produce_main(int argc, char **argv);
 int cli_consume_main(int argc, char **argv);
+int cli_server_main(int argc, char **argv);
 
 /* Reads a table's schema through firth_table_info. The caller frees it. */
 int cli_table_schema(firth_client *c, const char *table, fr_schema **out, fr_error *err);

@@ -37,6 +37,7 @@ static const char CLI_HELP_OVERVIEW[] =
     "  sql       run SQL statements (-e, -f, piped stdin, or an interactive prompt)\n"
     "  produce   append records read from stdin (NDJSON, CSV or Arrow) to a table\n"
     "  consume   read a table's records as NDJSON, CSV or an Arrow IPC stream\n"
+    "  server    serve a data directory over the network (native protocol, HTTP metrics)\n"
     "  help      show the help of a command: firth help COMMAND\n"
     "\n"
     "Options:\n"
@@ -201,10 +202,63 @@ static const char CLI_HELP_CONSUME[] =
     "      --arrow-compression zstd > orders.arrows\n"
     "  firth consume --data-dir ./firth-data --table shop.orders --log.flush none\n";
 
+static const char CLI_HELP_SERVER[] =
+    "Usage: firth server [--config FILE] [--data-dir DIR] [--listen HOST:PORT]\n"
+    "                    [--http-listen HOST:PORT] [--ready-file PATH] [--KEY VALUE ...]\n"
+    "\n"
+    "Serves a data directory to many clients: the native protocol (docs/PROTOCOL.md) on\n"
+    "--listen, and HTTP on --http-listen with GET /health and GET /metrics (Prometheus).\n"
+    "It logs to stderr and runs until SIGTERM or SIGINT, then stops gracefully: it stops\n"
+    "accepting, finishes the requests in flight, flushes the logs and exits 0.\n"
+    "\n"
+    "Options:\n"
+    "  --config FILE         read `key: value` lines (the keys below) from FILE; options\n"
+    "                        given on the command line win over the file\n"
+    "  --data-dir DIR        the data directory (data.dir; default ./firth-data)\n"
+    "  --listen HOST:PORT    the native protocol's address (server.listen; default\n"
+    "                        127.0.0.1:9123; port 0 picks a free port)\n"
+    "  --http-listen HOST:PORT\n"
+    "                        the HTTP address (server.http.listen; default 127.0.0.1:9249;\n"
+    "                        off turns HTTP off)\n"
+    "  --ready-file PATH     once accepting, write the bound addresses to PATH as\n"
+    "                        {\"native\": \"127.0.0.1:41234\", \"http\": \"127.0.0.1:41235\"}\n"
+    "  -h, --help            show this help\n"
+    "\n"
+    "Configuration keys (docs/CONFIGURATION.md), each also an option --KEY VALUE:\n"
+    "  server.connections.max N      connections held at once (default 4096)\n"
+    "  server.frame.bytes.max SIZE   the largest request frame (default 100mb)\n"
+    "  server.inflight.max N         requests per connection worked on at once (default 64)\n"
+    "  server.connection.write.bytes.max SIZE\n"
+    "                                response bytes queued per connection before it is no\n"
+    "                                longer read (default 16mb)\n"
+    "  server.fetch.wait.max DURATION  the longest a fetch waits for records (default 60s)\n"
+    "  server.fetch.bytes.max SIZE   a fetch's bytes when it gives none (default 16mb)\n"
+    "  server.fetch.bucket.bytes.max SIZE  per bucket (default 1mb)\n"
+    "  server.sql.part.bytes SIZE    Arrow bytes per streamed SQL frame (default 1mb)\n"
+    "  server.workers N              threads running requests (default 16)\n"
+    "  server.shutdown.timeout DURATION  longest wait for requests at shutdown (default 30s)\n"
+    "  server.auth.required BOOL     require AUTHENTICATE first (default false)\n"
+    "  server.auth.users LIST        name:password,... accepted by PLAIN (default: any)\n"
+    "  server.node.id N              this node's id in metadata (default 0)\n"
+    "  log.level LEVEL               debug, info, warn, error or off (default info)\n"
+    "  log.flush, log.flush.interval, log.segment.bytes, log.retention.check-interval\n"
+    "                                the engine's keys, as for the other commands\n"
+    "Durations: 500ms, 30s, 5min, 2h, 7d. Sizes: 64kb, 256mb, 1gb.\n"
+    "\n"
+    "Exit status: 0 after a graceful shutdown, 1 when the server cannot start (the data dir\n"
+    "is in use, the address is taken), 2 a usage error.\n"
+    "\n"
+    "Examples:\n"
+    "  firth server --data-dir ./firth-data\n"
+    "  firth server --listen 0.0.0.0:9123 --http-listen off --log.flush interval\n"
+    "  firth server --config firth.conf --server.inflight.max 16\n"
+    "  firth server --data-dir /tmp/d --listen 127.0.0.1:0 --ready-file /tmp/d.ready\n";
+
 static const char CLI_HELP_HELP[] =
     "Usage: firth help [COMMAND]\n"
     "\n"
-    "Shows the help of COMMAND (sql, produce, consume), or the overview of all commands.\n"
+    "Shows the help of COMMAND (sql, produce, consume, server), or the overview of all\n"
+    "commands.\n"
     "'firth COMMAND --help' does the same.\n"
     "\n"
     "Examples:\n"
@@ -222,6 +276,8 @@ bool cli_help_print(FILE *f, const char *cmd)
         text = CLI_HELP_PRODUCE;
     else if (strcmp(cmd, "consume") == 0)
         text = CLI_HELP_CONSUME;
+    else if (strcmp(cmd, "server") == 0)
+        text = CLI_HELP_SERVER;
     else if (strcmp(cmd, "help") == 0)
         text = CLI_HELP_HELP;
     if (!text) return false;

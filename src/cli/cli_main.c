@@ -16,6 +16,7 @@ static const cli_command CLI_COMMANDS[] = {
     {"sql", cli_sql_main},
     {"produce", cli_produce_main},
     {"consume", cli_consume_main},
+    {"server", cli_server_main},
 };
 
 static const cli_command *cli_command_find(const char *name)
@@ -63,11 +64,6 @@ int main(int argc, char **argv)
         return CLI_EXIT_OK;
     }
     if (strcmp(cmd, "help") == 0) return cli_help_main(argc - 1, argv + 1);
-    if (strcmp(cmd, "server") == 0) {
-        cli_error("firth server: the network server is not part of this version; use the "
-                  "--data-dir commands (embedded engine)");
-        return CLI_EXIT_USAGE;
-    }
     const cli_command *c = cli_command_find(cmd);
     if (!c) {
         if (cmd[0] == '-') return cli_usage_error(NULL, "unknown option '%s'", cmd);

@@ -11,13 +11,12 @@ check_eq "$OUT" "firth 0.1.0" "-V"
 
 run 0 "$FIRTH" --help
 overview=$OUT
-for cmd in sql produce consume help; do
+for cmd in sql produce consume server help; do
     check_contains "$overview" "  $cmd " "the overview lists $cmd"
 done
 check_contains "$overview" "--data-dir" "the overview explains --data-dir"
 check_contains "$overview" "Exit status: 0 success, 1 the operation failed, 2 a usage error" \
     "the overview documents the exit codes"
-check_not_contains "$overview" "server" "the overview does not offer a server that does not exist"
 run 0 "$FIRTH" help
 check_eq "$OUT" "$overview" "firth help is the overview"
 run 0 "$FIRTH" -h
@@ -25,7 +24,7 @@ check_eq "$OUT" "$overview" "-h is the overview"
 
 # Every long option of every subcommand, as declared in its cli_opt table, is in its help,
 # and `firth help CMD` and `firth CMD --help` print the same text.
-for cmd in sql produce consume; do
+for cmd in sql produce consume server; do
     run 0 "$FIRTH" "$cmd" --help
     text=$OUT
     run 0 "$FIRTH" help "$cmd"
@@ -69,8 +68,11 @@ check_contains "$ERR" "unknown option '--frobnicate'" "unknown global option"
 check_contains "$ERR" "see firth --help" "unknown global option says where to look"
 run 2 "$FIRTH" help frobnicate
 check_contains "$ERR" "unknown command 'frobnicate'" "help of an unknown command"
-run 2 "$FIRTH" server
-check_contains "$ERR" "not part of this version" "server is not offered yet"
+run 2 "$FIRTH" server --frobnicate x
+check_contains "$ERR" "firth: error: firth server: unknown option '--frobnicate'" \
+    "server: unknown option"
+run 2 "$FIRTH" server --server.inflight.max lots
+check_contains "$ERR" "server.inflight.max" "server: a bad value names its key"
 
 d=$T/data
 for cmd in sql produce consume; do

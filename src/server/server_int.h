@@ -1,0 +1,250 @@
+/* server_int.h — what the files of the server share: the server, its connections and
+ * requests (jobs), the worker pool, the handlers of the apis, and the metrics.
+ *
+ * Threads and ownership:
+ * - The loop thread owns the connections, the parked fetches and every field marked
+ *   (loop). Workers never touch a connection; they see a job and its request only.
+ * - A job is owned by exactly one place at a time: the loop (being read or parked), the
+ *   pool's queue, a worker (running), or the done queue (handed back). Its response bytes
+ *   go to the loop with it.
+ * - A connection lives until its handle is closed and no job refers to it (conn->refs).
+ * - Metrics are atomics, written by any thread without a lock, read by the HTTP thread. */
+#ifndef FIRTH_SERVER_INT_H
+#define FIRTH_SERVER_INT_H
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <uv.h>
+
+#include "rpc/rpc.h"
+#include "server/server.h"
+#include "sql/sql.h"
+
+#define SRV_SOFTWARE "firth " FIRTH_SERVER_VERSION
+#define FIRTH_SERVER_VERSION "0.1.0"
+
+typedef struct srv_conn srv_conn;
+typedef struct srv_job srv_job;
+
+/* ---- metrics (server_metrics.c) --------------------------------------------------------- */
+
+/* Latency histogram upper bounds in microseconds; one more bucket counts everything. */
+#define SRV_LATENCY_BUCKETS 16
+#define SRV_TABLE_SLOTS 4096 /* tables tracked for append and fetch counters */
+#define SRV_TABLE_NAME_BYTES 520
+
+typedef struct srv_api_metrics {
+    atomic_uint_fast64_t requests;
+    atomic_uint_fast64_t errors;
+    atomic_uint_fast64_t latency_us_sum;
+    atomic_uint_fast64_t latency[SRV_LATENCY_BUCKETS + 1]; /* non-cumulative counts */
+} srv_api_metrics;
+
+/* One table's counters: a slot of an open-addressing table keyed by table id, claimed
+ * once (state 0 -> 1 -> 2) and never freed, so that lookups take no lock. */
+typedef struct srv_table_metrics {
+    atomic_int state; /* 0 empty, 1 being filled, 2 ready */
+    int64_t table_id;
+    char name[SRV_TABLE_NAME_BYTES]; /* "db.table" */
+    atomic_uint_fast64_t appended_records, appended_bytes, appended_batches;
+    atomic_uint_fast64_t fetched_records, fetched_bytes;
+    atomic_uint_fast64_t kv_rows_written;
+} srv_table_metrics;
+
+typedef struct srv_metrics {
+    int64_t started_ms;
+    srv_api_metrics api[FR_RPC_API_COUNT + 1]; /* the last: unknown api keys */
+    atomic_uint_fast64_t bytes_in, bytes_out;
+    atomic_uint_fast64_t connections_accepted, connections_refused, bad_frames;
+    atomic_int_fast64_t connections_open, requests_in_flight, fetches_parked;
+    srv_table_metrics tables[SRV_TABLE_SLOTS];
+} srv_metrics;
+
+void srv_metrics_init(srv_metrics *m);
+void srv_metrics_request(srv_metrics *m, int api, bool failed, int64_t latency_ns);
+/* The counters of table t (found or claimed); NULL when every slot is taken. */
+srv_table_metrics *srv_metrics_table(srv_metrics *m, fr_table *t);
+/* The Prometheus text exposition of everything (engine sizes included). */
+int srv_metrics_render(fr_server *s, fr_buf *out, fr_error *err);
+
+/* ---- the worker pool (server_pool.c) ---------------------------------------------------- */
+
+typedef void (*srv_task_fn)(void *arg);
+
+/* A fixed set of threads taking tasks from one queue. A task is a function and an
+ * argument; tasks are run in the order pushed, by whichever thread is free. */
+typedef struct srv_pool srv_pool;
+int srv_pool_new(int threads, srv_pool **out, fr_error *err);
+/* Queues a task; FR_ENOMEM when no memory is left for the queue entry. */
+int srv_pool_push(srv_pool *p, srv_task_fn fn, void *arg, fr_error *err);
+/* Runs fn(ctx, i) for i in 0..n, on this thread and on up to helpers pool threads at once,
+ * and returns when all are done. The caller's thread runs whatever no pool thread has
+ * taken, so this never waits for a queue that is full of callers like itself. */
+void srv_pool_parallel(srv_pool *p, int n, int helpers, void (*fn)(void *ctx, int i),
+                       void *ctx);
+/* Finishes the queued tasks, stops and joins the threads, frees. */
+void srv_pool_free(srv_pool *p);
+
+/* ---- the server and its connections (server_core.c) ------------------------------------ */
+
+typedef enum srv_job_kind {
+    SRV_JOB_DONE,   /* out holds the final frame(s); the request is finished */
+    SRV_JOB_PARKED, /* a fetch waiting for data (out is empty) */
+    SRV_JOB_PART,   /* a worker waits for out (one PART frame) to be written */
+} srv_job_kind;
+
+struct srv_job {
+    srv_job *next;                 /* queue link (done queue) */
+    srv_job *park_prev, *park_next; /* (loop) the parked list */
+    fr_server *srv;
+    srv_conn *conn;                /* (loop) */
+    int16_t api, version;
+    int32_t request_id;
+    uint8_t *body;                 /* the frame's body, copied */
+    size_t body_len;
+    int64_t received_ns;           /* fr_monotonic_ns when read */
+    ProtobufCMessage *request;     /* unpacked by the worker; NULL until then */
+    srv_job_kind kind;
+    fr_buf out;                    /* response frames */
+    bool failed;                   /* the final frame is an ERROR */
+
+    /* Long polling (server_fetch.c): what a parked fetch waits on. */
+    int64_t deadline_ns;
+    bool final;                    /* answer with what there is, do not park again */
+    bool cancelled;                /* the connection is gone: free, answer nothing */
+    fr_table **held;               /* tables retained while parked (their logs live) */
+    int nheld;
+    fr_log **wait_logs;            /* a bucket's log and the offset the fetch reads from */
+    int64_t *wait_offsets;
+    int nwait;
+
+    /* Streamed responses (server_sql.c): the worker waits until its PART is written. */
+    pthread_mutex_t part_mu;
+    pthread_cond_t part_cv;
+    bool part_sync;                /* part_mu and part_cv are initialized */
+    bool part_done;                /* (part_mu) the loop wrote (or dropped) the part */
+    bool part_failed;              /* (part_mu) the connection is gone */
+};
+
+struct fr_server {
+    fr_server_options opts;        /* a copy: strings owned */
+    fr_engine *engine;
+    srv_pool *pool;
+    char address[FR_SERVER_ADDRESS_BYTES_MAX];
+    char http_address[FR_SERVER_ADDRESS_BYTES_MAX];
+    bool http_on;
+
+    uv_loop_t loop;
+    uv_tcp_t listener;
+    uv_async_t wake;               /* jobs done, appends seen, stop asked */
+    uv_timer_t park_timer;         /* the earliest deadline of the parked fetches */
+    uv_timer_t stop_timer;         /* the shutdown timeout */
+    pthread_t loop_thread;
+    bool loop_started;
+
+    pthread_mutex_t done_mu;       /* guards the done queue */
+    srv_job *done_head, *done_tail;
+
+    atomic_bool stop_asked;
+    atomic_bool appended;          /* an append woke the loop for the parked fetches */
+    atomic_int parked_count;       /* parked fetches (the watcher skips the wake-up at 0) */
+    fr_log_watcher watcher;
+
+    /* (loop) */
+    bool stopping;                 /* no new requests; draining */
+    bool torn_down;
+    srv_conn *conns;               /* doubly linked */
+    int64_t nconns;
+    int64_t jobs_live;             /* jobs handed to workers and not yet back */
+    srv_job *parked;               /* doubly linked through park_prev/park_next */
+
+    struct MHD_Daemon *http;
+    srv_metrics *metrics;
+
+    pthread_mutex_t exit_mu;       /* the loop's end, for fr_server_wait */
+    pthread_cond_t exit_cv;
+    bool exited;
+    int exit_rc;
+    fr_error exit_err;
+};
+
+/* Hands a job back to the loop (any thread). */
+void srv_complete(fr_server *s, srv_job *j);
+/* Frees a job's memory (any thread; the job is nowhere anymore). */
+void srv_job_free(srv_job *j);
+
+/* ---- requests (server_dispatch.c) ------------------------------------------------------- */
+
+/* Runs a job on a worker: unpacks the request and calls its handler; the response frames
+ * (or an ERROR frame) end up in j->out, or the job is marked parked. */
+void srv_job_run(srv_job *j);
+/* Answers api_versions (which needs no worker) into out. */
+int srv_api_versions(fr_server *s, srv_job *j, fr_error *err);
+
+/* Zeroed arena memory (NULL when out of memory) and arena copies of strings, for the
+ * messages a handler builds: the arena is freed once the response is packed. */
+void *srv_zalloc(fr_arena *a, size_t n);
+char *srv_strdup(fr_arena *a, const char *s);
+
+/* Appends the api's response frame (result SUCCESS or PART) to j->out. */
+int srv_respond(srv_job *j, fr_rpc_result result, const ProtobufCMessage *body, fr_error *err);
+
+/* A table named by a request: path present, table exists, and when table_id != 0 it still
+ * has that id. The handle is the caller's (fr_table_release). */
+int srv_get_table(fr_server *s, const Firth__TablePath *path, int64_t table_id,
+                  fr_table **out, fr_error *err);
+/* Error messages of per-item results: a Firth__Error filled from err; the strings are
+ * copied into an arena that lives as long as the response being built. */
+Firth__Error *srv_item_error(fr_arena *a, const fr_error *err);
+
+/* ---- handlers (one file per family); each fills j->out or returns an error ------------- */
+
+int srv_handle_metadata(fr_server *s, srv_job *j, fr_error *err);
+int srv_handle_create_database(fr_server *s, srv_job *j, fr_error *err);
+int srv_handle_drop_database(fr_server *s, srv_job *j, fr_error *err);
+int srv_handle_list_databases(fr_server *s, srv_job *j, fr_error *err);
+int srv_handle_create_table(fr_server *s, srv_job *j, fr_error *err);
+int srv_handle_drop_table(fr_server *s, srv_job *j, fr_error *err);
+int srv_handle_list_tables(fr_server *s, srv_job *j, fr_error *err);
+int srv_handle_get_table_info(fr_server *s, srv_job *j, fr_error *err);
+int srv_handle_list_offsets(fr_server *s, srv_job *j, fr_error *err);
+int srv_handle_authenticate(fr_server *s, srv_conn *c, srv_job *j, fr_error *err);
+int srv_handle_produce_log(fr_server *s, srv_job *j, fr_error *err);
+int srv_handle_put_kv(fr_server *s, srv_job *j, fr_error *err);
+/* Returns SRV_PARK when the fetch should wait (j's wait fields are filled). */
+#define SRV_PARK 1
+int srv_handle_fetch_log(fr_server *s, srv_job *j, fr_error *err);
+/* Releases what a parked fetch holds (worker side). */
+void srv_fetch_release(srv_job *j);
+int srv_handle_lookup(fr_server *s, srv_job *j, fr_error *err);
+int srv_handle_prefix_lookup(fr_server *s, srv_job *j, fr_error *err);
+int srv_handle_execute_sql(fr_server *s, srv_job *j, fr_error *err);
+
+/* Sends j->out as one PART frame and waits until the loop has written it. FR_ESTATE when
+ * the connection is gone (the caller stops). Worker threads only. */
+int srv_send_part(srv_job *j, fr_error *err);
+
+/* ---- connections (server_core.c): the authentication state lives there ---------------- */
+
+void srv_conn_set_principal(srv_conn *c, const char *principal);
+/* "127.0.0.1:51234": fixed once accepted, so workers may read it. */
+const char *srv_conn_peer(const srv_conn *c);
+
+/* Listener addresses: "host:port" resolved (names through the system's resolver) and a
+ * socket address formatted back ("127.0.0.1:9123", "[::1]:9123"). */
+struct sockaddr;
+struct sockaddr_storage;
+int srv_resolve(const char *what, const char *text, struct sockaddr_storage *out,
+                fr_error *err);
+void srv_format_sockaddr(const struct sockaddr *sa, char *out, size_t cap);
+/* The bucket's log for a request naming (partition id, bucket), with errors that say
+ * whether the bucket or the partition is wrong. Lives as long as the table handle. */
+int srv_bucket_log(fr_table *t, int64_t pid, int bucket, fr_log **out, fr_error *err);
+
+/* ---- HTTP (server_http.c) -------------------------------------------------------------- */
+
+int srv_http_start(fr_server *s, fr_error *err);
+void srv_http_stop(fr_server *s);
+
+#endif
