@@ -393,7 +393,8 @@ static int send_lookup(firth_lookuper *l, const kroute *k, kunit *u, int n, bool
             if (!e && nflags == (size_t)u[i].n) {
                 u[i].hit = fr_malloc(sizeof *u[i].hit * (size_t)u[i].n);
                 if (!u[i].hit) rc = fr_fail(err, FR_ENOMEM, "out of memory looking up");
-                else memcpy(u[i].hit, r->buckets[i]->found, sizeof *u[i].hit * nflags);
+                else /* protobuf-c's booleans are ints */
+                    for (size_t f = 0; f < nflags; f++) u[i].hit[f] = r->buckets[i]->found[f] != 0;
             }
         }
         if (rc < 0) break;

@@ -78,6 +78,7 @@ struct firth_writer {
     uint64_t next_token;
     int64_t buffered;
     int flushing;            /* callers in firth_writer_flush */
+    int acking;              /* batches of callbacks running (flush waits for them) */
     bool stopping;
     wfailure failures[WRITER_FAILURES_KEPT];
     int nfailures;           /* total recorded; the last WRITER_FAILURES_KEPT are kept */
@@ -408,9 +409,12 @@ static void *writer_main(void *arg)
         fr_free(sends);
         pthread_cond_broadcast(&w->done_cv);
         if (done) {
+            w->acking++;
             pthread_mutex_unlock(&w->mu);
             run_callbacks(w, done);
             pthread_mutex_lock(&w->mu);
+            w->acking--;
+            pthread_cond_broadcast(&w->done_cv);
         }
         if (oom) /* out of memory for the list: wait a little before trying again */
             timed_wait(&w->work_cv, &w->mu, fr_monotonic_ns() + 10000000);
@@ -730,7 +734,7 @@ int firth_writer_wait(firth_writer *w, uint64_t token, firth_error *err)
         return fr_client_fail(err, FIRTH_EINVAL, "writer: no call has token %llu",
                               (unsigned long long)token);
     }
-    while (call_open(w, token)) pthread_cond_wait(&w->done_cv, &w->mu);
+    while (call_open(w, token) || w->acking) pthread_cond_wait(&w->done_cv, &w->mu);
     int status = 0;
     char msg[FR_ERROR_MSG_MAX] = "";
     int kept = w->nfailures < WRITER_FAILURES_KEPT ? w->nfailures : WRITER_FAILURES_KEPT;
@@ -751,7 +755,9 @@ int firth_writer_flush(firth_writer *w, firth_error *err)
     w->flushing++;
     uint64_t target = w->next_token;
     pthread_cond_signal(&w->work_cv);
-    while (w->open && w->open->token <= target) pthread_cond_wait(&w->done_cv, &w->mu);
+    /* Done when every call up to target is complete and its callback has returned. */
+    while ((w->open && w->open->token <= target) || w->acking)
+        pthread_cond_wait(&w->done_cv, &w->mu);
     w->flushing--;
     int status = w->first_status;
     char msg[FR_ERROR_MSG_MAX];
