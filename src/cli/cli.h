@@ -75,6 +75,14 @@ int cli_open_client(const char *cmd, const char *data_dir, firth_client **out);
 int cli_open_client_config(const char *cmd, const char *data_dir, const cli_config *cfg,
                            firth_client **out);
 
+/* Opens the client of a subcommand: the embedded engine in data_dir (with the configuration
+ * given on the command line), or a firth server at connect ("HOST:PORT"). Exactly one of
+ * them must be given (a usage error otherwise), and configuration keys go with --data-dir
+ * only (a server reads its own). Prints the error and returns CLI_EXIT_FAILED when the
+ * client cannot be opened. */
+int cli_open_target(const char *cmd, const char *data_dir, const char *connect,
+                    const cli_config *cfg, firth_client **out);
+
 /* ---- help ------------------------------------------------------------------------------ */
 
 /* Prints the help of a subcommand ("sql", "produce", "consume", "help"), or the overview

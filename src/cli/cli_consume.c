@@ -4,11 +4,16 @@
  * (+I, -U, +U, -D) in a _change_type column in front; a log table's rows are printed as
  * they are.
  *
+ * With --follow the records come from a firth_scanner instead, polled until SIGINT or SIGTERM
+ * (or --max-records): new records are printed as they arrive, and the output is flushed
+ * after each poll and ended properly (the Arrow end-of-stream marker) when interrupted.
+ *
  * Invariants: the Arrow stream is schema message, record batches, end-of-stream marker, and
  * its schema is the projected table schema (with _change_type, then _bucket and _offset in
  * front when they apply), which every batch matches; CSV output always has its header line,
  * even with no rows. */
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -218,8 +223,69 @@ static int consume_end(consume_state *st, fr_error *err)
     return 0;
 }
 
+/* Set by SIGINT and SIGTERM while following. */
+static volatile sig_atomic_t consume_stop;
+
+static void consume_on_signal(int sig)
+{
+    (void)sig;
+    consume_stop = 1;
+}
+
+/* Hands the rows of one polled batch (at most *left of them; -1: all) to consume_on_batch. */
+static int consume_polled(consume_state *st, const firth_scan_batch *sb, int64_t *left,
+                          firth_error *ferr)
+{
+    const fr_batch *b = firth_batch_unwrap(sb->batch);
+    int64_t n = fr_batch_num_rows(b);
+    if (*left >= 0 && n > *left) n = *left;
+    fr_batch *part = NULL;
+    fr_error err = {0};
+    firth_batch *fb = NULL;
+    if (fr_batch_slice(b, 0, n, &part, &err) < 0 || !(fb = firth_batch_wrap(part))) {
+        fr_batch_free(part);
+        ferr->code = FIRTH_ENOMEM;
+        snprintf(ferr->msg, sizeof ferr->msg, "%s", err.code ? err.msg : "out of memory");
+        return -1;
+    }
+    if (*left > 0) *left -= n;
+    if (consume_on_batch(st, sb->bucket, fb, sb->offsets, sb->changes, sb->commit_ms)) return -1;
+    return 0;
+}
+
+/* Follows the table: polls a scanner until interrupted or max_records are printed. */
+static int consume_follow(consume_state *st, firth_client *c, const char *table,
+                          const firth_scan_options *o, firth_error *ferr)
+{
+    firth_scanner_options so = {.columns = o->columns, .where = o->where};
+    firth_scanner *sc = NULL;
+    if (firth_scanner_open(c, table, &so, &sc, ferr) < 0) return -1;
+    int rc = firth_scanner_subscribe(sc, NULL, -1, o->start, o->start_value, ferr);
+    struct sigaction sa = {.sa_handler = consume_on_signal}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    int64_t left = o->max_records;
+    while (rc == 0 && !consume_stop && left != 0) {
+        firth_scan_result *r = NULL;
+        rc = firth_scanner_poll(sc, 200, &r, ferr);
+        for (int i = 0; rc == 0 && i < firth_scan_result_count(r) && left != 0; i++)
+            rc = consume_polled(st, firth_scan_result_get(r, i), &left, ferr);
+        firth_scan_result_free(r);
+        if (rc == 0 && fflush(stdout) != 0) {
+            ferr->code = FIRTH_EIO;
+            snprintf(ferr->msg, sizeof ferr->msg, "writing the output: %s", strerror(errno));
+            rc = -1;
+        }
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    firth_scanner_close(sc);
+    return rc;
+}
+
 static int consume_run(consume_state *st, firth_client *c, const char *table,
-                       const firth_scan_options *o)
+                       const firth_scan_options *o, bool follow)
 {
     fr_schema *tschema = NULL, *projected = NULL;
     int rc = CLI_EXIT_FAILED;
@@ -229,7 +295,9 @@ static int consume_run(consume_state *st, firth_client *c, const char *table,
         cli_error("%s", ferr.msg);
         goto done;
     }
-    if (firth_scan_changelog(c, table, o, consume_on_batch, st, &ferr) < 0 && !st->failed) {
+    int scanned = follow ? consume_follow(st, c, table, o, &ferr)
+                         : firth_scan_changelog(c, table, o, consume_on_batch, st, &ferr);
+    if (scanned < 0 && !st->failed) {
         /* A message with a position comes from parsing the predicate: say which text. */
         bool in_where = o->where && strncmp(ferr.msg, "line ", 5) == 0;
         cli_error("%s%s", in_where ? "--where: " : "", ferr.msg);
@@ -259,12 +327,13 @@ done:
 
 int cli_consume_main(int argc, char **argv)
 {
-    const char *data_dir = NULL, *table = NULL, *from = NULL, *columns = NULL, *where = NULL,
-               *max_records = NULL, *format_text = NULL, *compression = NULL;
-    bool with_offsets = false, help = false;
+    const char *data_dir = NULL, *connect = NULL, *table = NULL, *from = NULL, *columns = NULL,
+               *where = NULL, *max_records = NULL, *format_text = NULL, *compression = NULL;
+    bool with_offsets = false, follow = false, help = false;
     cli_config cfg = {0};
     const cli_opt opts[] = {
-        {"data-dir", 0, &data_dir, NULL},        {"table", 't', &table, NULL},
+        {"data-dir", 0, &data_dir, NULL},        {"connect", 0, &connect, NULL},
+        {"follow", 'F', NULL, &follow},          {"table", 't', &table, NULL},
         {"from", 0, &from, NULL},                {"columns", 0, &columns, NULL},
         {"where", 0, &where, NULL},              {"max-records", 0, &max_records, NULL},
         {"format", 0, &format_text, NULL},       {"arrow-compression", 0, &compression, NULL},
@@ -296,17 +365,18 @@ int cli_consume_main(int argc, char **argv)
             return cli_usage_error("consume", "--arrow-compression must be none, zstd or "
                                               "lz4_frame, not '%s'", compression);
     }
-    if (!data_dir) return cli_usage_error("consume", "--data-dir DIR is required");
+    if (!data_dir && !connect)
+        return cli_usage_error("consume", "--data-dir DIR or --connect HOST:PORT is required");
     if (!table) return cli_usage_error("consume", "--table DB.TABLE is required");
     if (st.format == CLI_FORMAT_ARROW && isatty(STDOUT_FILENO)) {
         cli_error("--format arrow writes binary data; redirect stdout to a file or a pipe");
         return CLI_EXIT_USAGE;
     }
     firth_client *c = NULL;
-    rc = cli_open_client_config("consume", data_dir, &cfg, &c);
+    rc = cli_open_target("consume", data_dir, connect, &cfg, &c);
     if (rc) return rc;
     fr_buf_init(&st.out);
-    rc = consume_run(&st, c, table, &o);
+    rc = consume_run(&st, c, table, &o, follow);
     cli_printer_free(st.printer);
     fr_builder_free(st.bld);
     fr_schema_free(st.schema);

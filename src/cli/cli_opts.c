@@ -208,6 +208,41 @@ int cli_open_client_config(const char *cmd, const char *data_dir, const cli_conf
     return 0;
 }
 
+int cli_open_target(const char *cmd, const char *data_dir, const char *connect,
+                    const cli_config *cfg, firth_client **out)
+{
+    if (data_dir && connect)
+        return cli_usage_error(cmd, "give --data-dir DIR (embedded) or --connect HOST:PORT "
+                                    "(a server), not both");
+    if (!connect) {
+        if (!data_dir)
+            return cli_usage_error(cmd, "--data-dir DIR or --connect HOST:PORT is required");
+        return cli_open_client_config(cmd, data_dir, cfg, out);
+    }
+    if (cfg && cfg->n > 0)
+        return cli_usage_error(cmd, "--%s configures an embedded data dir; a server reads its "
+                                    "own configuration", cfg->keys[0]);
+    if (!*connect || strstr(connect, "://"))
+        return cli_usage_error(cmd, "--connect takes HOST:PORT (e.g. 127.0.0.1:9123), not '%s'",
+                               connect);
+    size_t n = strlen(connect) + sizeof "firth://";
+    char *target = fr_malloc(n);
+    if (!target) {
+        cli_error("out of memory");
+        return CLI_EXIT_FAILED;
+    }
+    snprintf(target, n, "firth://%s", connect);
+    firth_error ferr = {0};
+    int rc = firth_open(target, out, &ferr);
+    fr_free(target);
+    if (rc < 0) {
+        if (rc == FIRTH_EINVAL) return cli_usage_error(cmd, "--connect: %s", ferr.msg);
+        cli_error("%s", ferr.msg);
+        return CLI_EXIT_FAILED;
+    }
+    return 0;
+}
+
 int cli_table_schema(firth_client *c, const char *table, fr_schema **out, fr_error *err)
 {
     char *info = NULL;

@@ -471,11 +471,11 @@ static int produce_csv(produce_state *st, FILE *in)
 
 /* ---- the command ----------------------------------------------------------------------- */
 
-static int produce_run(produce_state *st, const char *data_dir, const cli_config *cfg,
-                       cli_format format)
+static int produce_run(produce_state *st, const char *data_dir, const char *connect,
+                       const cli_config *cfg, cli_format format)
 {
     firth_client *c = NULL;
-    int rc = cli_open_client_config("produce", data_dir, cfg, &c);
+    int rc = cli_open_target("produce", data_dir, connect, cfg, &c);
     if (rc) return rc;
     cli_writer_init(&st->w, c, st->table, format == CLI_FORMAT_ARROW ? "record" : "line",
                     st->verbose);
@@ -517,11 +517,13 @@ static int produce_run(produce_state *st, const char *data_dir, const cli_config
 
 int cli_produce_main(int argc, char **argv)
 {
-    const char *data_dir = NULL, *table = NULL, *format_text = NULL, *batch_rows = NULL;
+    const char *data_dir = NULL, *connect = NULL, *table = NULL, *format_text = NULL,
+               *batch_rows = NULL;
     bool verbose = false, help = false;
     cli_config cfg = {0};
     const cli_opt opts[] = {
-        {"data-dir", 0, &data_dir, NULL},      {"table", 't', &table, NULL},
+        {"data-dir", 0, &data_dir, NULL},      {"connect", 0, &connect, NULL},
+        {"table", 't', &table, NULL},
         {"format", 0, &format_text, NULL},     {"batch-rows", 0, &batch_rows, NULL},
         {"verbose", 'v', NULL, &verbose},
     };
@@ -541,12 +543,13 @@ int cli_produce_main(int argc, char **argv)
     if (batch_rows && (rc = cli_parse_count("produce", "--batch-rows", batch_rows, 1,
                                             CLI_PRODUCE_BATCH_ROWS_MAX, &st.batch_rows)))
         return rc;
-    if (!data_dir) return cli_usage_error("produce", "--data-dir DIR is required");
+    if (!data_dir && !connect)
+        return cli_usage_error("produce", "--data-dir DIR or --connect HOST:PORT is required");
     if (!table) return cli_usage_error("produce", "--table DB.TABLE is required");
     fr_buf_init(&st.bytes);
     fr_buf_init(&st.shown);
     fr_buf_init(&st.ops);
-    rc = produce_run(&st, data_dir, &cfg, format);
+    rc = produce_run(&st, data_dir, connect, &cfg, format);
     fr_builder_free(st.bld);
     fr_schema_free(st.schema);
     fr_free(st.member_of);

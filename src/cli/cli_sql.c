@@ -303,11 +303,13 @@ static int sql_prompt(sql_state *st)
 
 int cli_sql_main(int argc, char **argv)
 {
-    const char *data_dir = NULL, *execute = NULL, *file = NULL, *format_text = NULL;
+    const char *data_dir = NULL, *connect = NULL, *execute = NULL, *file = NULL,
+               *format_text = NULL;
     bool help = false;
     cli_config cfg = {0};
     const cli_opt opts[] = {
         {"data-dir", 0, &data_dir, NULL},
+        {"connect", 0, &connect, NULL},
         {"execute", 'e', &execute, NULL},
         {"file", 'f', &file, NULL},
         {"format", 0, &format_text, NULL},
@@ -325,7 +327,7 @@ int cli_sql_main(int argc, char **argv)
         return rc;
     if (execute && file) return cli_usage_error("sql", "give -e or -f, not both");
     st.msg_out = st.format == CLI_FORMAT_TABLE ? stdout : stderr;
-    rc = cli_open_client_config("sql", data_dir, &cfg, &st.client);
+    rc = cli_open_target("sql", data_dir, connect, &cfg, &st.client);
     if (rc) return rc;
     if (execute || file || !isatty(STDIN_FILENO))
         rc = sql_script(&st, execute, file);
