@@ -8,7 +8,8 @@
 
 /* The engine's configuration keys, taken by every command that opens a data dir. */
 #define CLI_HELP_CONFIG                                                                       \
-    "Configuration of the engine (docs/CONFIGURATION.md), each as --KEY VALUE:\n"              \
+    "Configuration of the embedded engine (docs/CONFIGURATION.md; not with --connect),\n"     \
+    "each as --KEY VALUE:\n"                                                                 \
     "  --log.flush POLICY    when appended records reach the disk:\n"                          \
     "                          append    fsync before an append is acknowledged; appends\n"    \
     "                                    that arrive together share one fsync (default)\n"     \
@@ -28,8 +29,9 @@
 
 static const char CLI_HELP_OVERVIEW[] =
     "firth " FIRTH_VERSION " - lakehouse-native streaming storage: tables you can stream into,\n"
-    "read back column by column, and query with SQL. This version runs the storage engine\n"
-    "embedded in the command, on a data directory given with --data-dir.\n"
+    "read back column by column, and query with SQL. The commands run the storage engine\n"
+    "embedded, on a data directory given with --data-dir, or talk to a firth server given\n"
+    "with --connect HOST:PORT.\n"
     "\n"
     "Usage: firth COMMAND [OPTIONS]\n"
     "\n"
@@ -44,8 +46,9 @@ static const char CLI_HELP_OVERVIEW[] =
     "  -h, --help       show this help\n"
     "  -V, --version    print the version\n"
     "\n"
-    "Every command takes --data-dir DIR, the data directory of the embedded engine (created\n"
-    "when missing). Run 'firth COMMAND --help' for the options of a command.\n"
+    "sql, produce and consume take --data-dir DIR, the data directory of the embedded engine\n"
+    "(created when missing), or --connect HOST:PORT, a running firth server (exactly one).\n"
+    "Run 'firth COMMAND --help' for the options of a command.\n"
     "\n"
     "Examples:\n"
     "  firth sql --data-dir ./firth-data -e \"CREATE DATABASE shop;\n"
@@ -54,11 +57,14 @@ static const char CLI_HELP_OVERVIEW[] =
     "      firth produce --data-dir ./firth-data --table shop.orders\n"
     "  firth consume --data-dir ./firth-data --table shop.orders --columns id,price\n"
     "  firth sql --data-dir ./firth-data      (an interactive prompt)\n"
+    "  firth server --data-dir ./firth-data &\n"
+    "  firth consume --connect 127.0.0.1:9123 --table shop.orders --follow\n"
     "\n"
     "Exit status: 0 success, 1 the operation failed, 2 a usage error.\n";
 
 static const char CLI_HELP_SQL[] =
-    "Usage: firth sql --data-dir DIR [-e SQL | -f FILE] [--format table|csv|json]\n"
+    "Usage: firth sql (--data-dir DIR | --connect HOST:PORT) [-e SQL | -f FILE]\n"
+    "                 [--format table|csv|json]\n"
     "\n"
     "Runs SQL statements separated by ';'. With -e or -f the whole text is parsed, then the\n"
     "statements run in order and the first error stops the command (exit 1; statements\n"
@@ -66,7 +72,9 @@ static const char CLI_HELP_SQL[] =
     "editing and history when stdin is a terminal, else a script (like -f -).\n"
     "\n"
     "Options:\n"
-    "  --data-dir DIR        the data directory of the embedded engine (required)\n"
+    "  --data-dir DIR        the data directory of the embedded engine\n"
+    "  --connect HOST:PORT   a firth server instead (\"[::1]:9123\" for IPv6; the port\n"
+    "                        defaults to 9123); give it or --data-dir\n"
     "  -e, --execute SQL     run these statements\n"
     "  -f, --file FILE       run the statements in FILE ('-' for stdin)\n"
     "  --format FORMAT       how query results are printed:\n"
@@ -100,10 +108,12 @@ static const char CLI_HELP_SQL[] =
     "  firth sql --data-dir ./firth-data -e \"INSERT INTO shop.orders VALUES (1, 'tea', 3.50)\"\n"
     "  firth sql --data-dir ./firth-data --format csv -e \"SELECT * FROM shop.orders\"\n"
     "  firth sql --data-dir ./firth-data -f schema.sql\n"
+    "  firth sql --connect 127.0.0.1:9123     (the prompt, on a server)\n"
     "  firth sql --data-dir ./firth-data --log.flush interval --log.flush.interval 200ms\n";
 
 static const char CLI_HELP_PRODUCE[] =
-    "Usage: firth produce --data-dir DIR --table DB.TABLE [--format json|csv|arrow]\n"
+    "Usage: firth produce (--data-dir DIR | --connect HOST:PORT) --table DB.TABLE\n"
+    "                     [--format json|csv|arrow]\n"
     "                     [--batch-rows N] [--verbose]\n"
     "\n"
     "Reads records from stdin and appends them to a table, in batches of --batch-rows\n"
@@ -112,7 +122,9 @@ static const char CLI_HELP_PRODUCE[] =
     "run, and a sequence number per batch).\n"
     "\n"
     "Options:\n"
-    "  --data-dir DIR        the data directory of the embedded engine (required)\n"
+    "  --data-dir DIR        the data directory of the embedded engine\n"
+    "  --connect HOST:PORT   a firth server instead (\"[::1]:9123\" for IPv6; the port\n"
+    "                        defaults to 9123); give it or --data-dir\n"
     "  --table DB.TABLE      the table to append to (required)\n"
     "  --format FORMAT       json: one JSON object per line (default); keys are column\n"
     "                              names (case-insensitive), a missing key is NULL, an\n"
@@ -154,17 +166,22 @@ static const char CLI_HELP_PRODUCE[] =
     "      --log.flush none < bulk.csv     (a bulk load, without fsync)\n";
 
 static const char CLI_HELP_CONSUME[] =
-    "Usage: firth consume --data-dir DIR --table DB.TABLE [--from POSITION]\n"
-    "                     [--columns A,B] [--where EXPR] [--max-records N]\n"
-    "                     [--format json|csv|arrow] [--arrow-compression CODEC]\n"
-    "                     [--with-offsets]\n"
+    "Usage: firth consume (--data-dir DIR | --connect HOST:PORT) --table DB.TABLE\n"
+    "                     [--from POSITION] [--follow] [--columns A,B] [--where EXPR]\n"
+    "                     [--max-records N] [--format json|csv|arrow]\n"
+    "                     [--arrow-compression CODEC] [--with-offsets]\n"
     "\n"
     "Reads a table's records, bucket by bucket in offset order, up to the current end of\n"
     "each bucket, and prints them to stdout. Of a primary-key table it reads the changelog,\n"
-    "and each record starts with _change_type: +I, -U, +U or -D.\n"
+    "and each record starts with _change_type: +I, -U, +U or -D. With --follow it keeps\n"
+    "going: records appended later are printed as they arrive (from a server at once, by a\n"
+    "long poll; embedded within milliseconds), in offset order per bucket, until Ctrl-C\n"
+    "(SIGINT) or SIGTERM, which end the output properly and exit 0.\n"
     "\n"
     "Options:\n"
-    "  --data-dir DIR        the data directory of the embedded engine (required)\n"
+    "  --data-dir DIR        the data directory of the embedded engine\n"
+    "  --connect HOST:PORT   a firth server instead (\"[::1]:9123\" for IPv6; the port\n"
+    "                        defaults to 9123); give it or --data-dir\n"
     "  --table DB.TABLE      the table to read (required)\n"
     "  --from POSITION       where each bucket's read starts:\n"
     "                          earliest      the first record kept (default)\n"
@@ -175,6 +192,7 @@ static const char CLI_HELP_CONSUME[] =
     "  --columns A,B         read only these columns, in this order\n"
     "  --where EXPR          keep the records where the SQL predicate is true,\n"
     "                        e.g. \"price > 10 AND item LIKE 't%'\"\n"
+    "  -F, --follow          keep reading new records until interrupted\n"
     "  --max-records N       stop after N records\n"
     "  --format FORMAT       json: one JSON object per line (default)\n"
     "                        csv:  a header line, then RFC 4180 rows\n"
@@ -200,7 +218,8 @@ static const char CLI_HELP_CONSUME[] =
     "      --with-offsets\n"
     "  firth consume --data-dir ./firth-data --table shop.orders --format arrow \\\n"
     "      --arrow-compression zstd > orders.arrows\n"
-    "  firth consume --data-dir ./firth-data --table shop.orders --log.flush none\n";
+    "  firth consume --data-dir ./firth-data --table shop.orders --log.flush none\n"
+    "  firth consume --connect 127.0.0.1:9123 --table shop.orders --from latest --follow\n";
 
 static const char CLI_HELP_SERVER[] =
     "Usage: firth server [--config FILE] [--data-dir DIR] [--listen HOST:PORT]\n"

@@ -89,7 +89,15 @@ for cmd in sql produce consume; do
     check_contains "$ERR" "firth $cmd:" "$cmd: a usage error names the command"
 done
 run 2 "$FIRTH" sql -e "SHOW DATABASES"
-check_contains "$ERR" "--data-dir DIR is required" "sql without --data-dir"
+check_contains "$ERR" "--data-dir DIR or --connect HOST:PORT is required" "sql without --data-dir"
+run 2 "$FIRTH" sql --data-dir "$d" --connect 127.0.0.1:9123 -e "SHOW DATABASES"
+check_contains "$ERR" "not both" "sql with --data-dir and --connect"
+run 2 "$FIRTH" consume --connect "firth://127.0.0.1:9123" --table a.b
+check_contains "$ERR" "--connect takes HOST:PORT" "consume --connect with a URL"
+run 2 "$FIRTH" produce --connect 127.0.0.1:9123 --table a.b --log.flush none
+check_contains "$ERR" "a server reads its own configuration" "produce --connect with a config key"
+run 1 "$FIRTH" consume --connect 127.0.0.1:1 --table a.b
+check_contains "$ERR" "cannot connect to 127.0.0.1:1" "consume --connect to nothing"
 run 2 "$FIRTH" sql --data-dir "$d" -e "SHOW DATABASES" -f x.sql
 check_contains "$ERR" "give -e or -f, not both" "-e with -f"
 run 2 "$FIRTH" sql --data-dir "$d" --format xml -e "SHOW DATABASES"
