@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX     ?= /usr/local
 DATA_DIR   ?= ./firth-data
 
-.PHONY: all build deps run test test-asan bench fuzz install clean
+.PHONY: all build deps run quickstart test test-asan bench fuzz install clean
 
 all: build
 
@@ -19,7 +19,12 @@ $(BUILD)/CMakeCache.txt:
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
+# Starts `firth server` on $(DATA_DIR) in the foreground (Ctrl-C stops it).
 run: deps build
+	@scripts/run-server.sh $(BUILD)/bin/firth $(DATA_DIR)
+
+# The README's quickstart, embedded on $(DATA_DIR) (no server).
+quickstart: deps build
 	@scripts/quickstart.sh $(BUILD)/bin/firth $(DATA_DIR)
 
 test: deps build
