@@ -431,6 +431,67 @@ static void test_shutdown(void **state)
     kit_rmdir(k.dir);
 }
 
+/* A request read but not started when the shutdown begins is answered SHUTTING_DOWN. */
+static void test_shutdown_pending(void **state)
+{
+    (void)state;
+    kit_server k;
+    kit_server_options(&k, "server-stop2");
+    fr_error err = {0};
+    KIT_CHECK(fr_server_options_set(&k.opts, "server.inflight.max", "1", &err), err);
+    kit_server_start(&k);
+    kit_conn c = kit_connect(fr_server_address(k.srv));
+    kit_sql(&c, "CREATE TABLE t (id BIGINT)");
+    /* The fetch takes the only slot; the list_databases behind it, sent in the same write,
+     * waits in the server's frame reader. */
+    Firth__FetchLogRequest req = FIRTH__FETCH_LOG_REQUEST__INIT;
+    Firth__FetchTable ft = FIRTH__FETCH_TABLE__INIT;
+    Firth__FetchTable *fts[1] = {&ft};
+    Firth__FetchBucket fb = FIRTH__FETCH_BUCKET__INIT;
+    Firth__FetchBucket *fbs[1] = {&fb};
+    Firth__TablePath path = kit_path_of("default", "t");
+    fb.partition_id = -1;
+    ft.path = &path;
+    ft.buckets = fbs;
+    ft.n_buckets = 1;
+    req.tables = fts;
+    req.n_tables = 1;
+    req.max_wait_ms = 60000;
+    req.min_bytes = 1;
+    Firth__ListDatabasesRequest ld = FIRTH__LIST_DATABASES_REQUEST__INIT;
+    fr_buf both;
+    fr_buf_init(&both);
+    KIT_CHECK(fr_rpc_write_request(&both, FR_RPC_FETCH_LOG, 0, 100, &req.base, 1 << 20, &err),
+              err);
+    KIT_CHECK(fr_rpc_write_request(&both, FR_RPC_LIST_DATABASES, 0, 101, &ld.base, 1 << 20,
+                                   &err),
+              err);
+    kit_write_all(c.fd, both.data, both.len);
+    fr_buf_free(&both);
+    usleep(200000);
+    fr_server_shutdown(k.srv);
+    bool fetch_answered = false, list_refused = false;
+    fr_rpc_frame f;
+    while (kit_next_frame(&c, &f, 5000) == 1) {
+        if (f.request_id == 100) {
+            assert_int_equal(f.result, FR_RPC_SUCCESS);
+            fetch_answered = true;
+        } else {
+            assert_int_equal(f.request_id, 101);
+            assert_int_equal(f.result, FR_RPC_ERROR);
+            ProtobufCMessage *m = NULL;
+            KIT_CHECK(fr_rpc_response_unpack(FR_RPC_LIST_DATABASES, &f, &m, &err), err);
+            assert_int_equal(((Firth__Error *)m)->code, FIRTH__ERROR_CODE__SHUTTING_DOWN);
+            fr_rpc_free(m);
+            list_refused = true;
+        }
+    }
+    assert_true(fetch_answered);
+    assert_true(list_refused);
+    kit_close(&c);
+    kit_server_stop(&k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -440,6 +501,7 @@ int main(void)
         cmocka_unit_test(test_slow_consumer),
         cmocka_unit_test(test_sql_parts),
         cmocka_unit_test(test_shutdown),
+        cmocka_unit_test(test_shutdown_pending),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
