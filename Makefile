@@ -37,7 +37,7 @@ test-asan: deps
 		ctest --output-on-failure -j $(JOBS)
 
 bench: deps build
-	@bench/run.sh $(BUILD)
+	@scripts/install-deps.sh --bench && bench/run.sh $(BUILD)
 
 fuzz: deps
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DFIRTH_FUZZ=ON -DFIRTH_SANITIZE=ON

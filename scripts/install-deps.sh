@@ -2,8 +2,19 @@
 # Installs what firth's build, tests and benchmarks need: Debian packages (apt only) and the
 # npm packages of the interop tests from their committed lockfile. Idempotent: when all is
 # present it only checks, which takes about a second.
+#
+# --bench also installs the peers the network benchmarks compare firth with (Redis and
+# PostgreSQL, started by bench/run.sh on loopback in temp dirs) and their C client libraries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+bench=0
+for arg in "$@"; do
+  case "$arg" in
+    --bench) bench=1 ;;
+    *) echo "usage: scripts/install-deps.sh [--bench]" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   build-essential cmake pkg-config clang libclang-rt-14-dev
@@ -12,6 +23,16 @@ packages=(
   libprotobuf-c-dev protobuf-c-compiler libuv1-dev libmicrohttpd-dev
   nodejs npm
 )
+if [ "$bench" = 1 ]; then
+  packages+=(redis-server libhiredis-dev libpq-dev)
+  # postgresql-15 on Debian 12; another release's PostgreSQL through the meta package.
+  if apt-cache show postgresql-15 >/dev/null 2>&1 ||
+     dpkg-query -W -f='${Status}' postgresql-15 2>/dev/null | grep -q "install ok installed"; then
+    packages+=(postgresql-15)
+  else
+    packages+=(postgresql)
+  fi
+fi
 
 missing=()
 for p in "${packages[@]}"; do
