@@ -811,6 +811,137 @@ static void test_prefix_lookup(void **state)
     fr_schema_free(s);
 }
 
+/* ---- partitions ------------------------------------------------------------------------ */
+
+/* Rows (id, dt) with ids first.. and the same dt. */
+static fr_batch *dt_batch(const fr_schema *s, int64_t first, int n, const char *dt)
+{
+    fr_builder *bld = NULL;
+    fr_error err = {0};
+    KIT_CHECK(fr_builder_new(s, &bld, &err), err);
+    for (int i = 0; i < n; i++) {
+        KIT_CHECK(fr_builder_append_i64(bld, 0, first + i, &err), err);
+        KIT_CHECK(fr_builder_append_bytes(bld, 1, dt, strlen(dt), &err), err);
+    }
+    fr_batch *b = NULL;
+    KIT_CHECK(fr_builder_finish(bld, &b, &err), err);
+    fr_builder_free(bld);
+    return b;
+}
+
+static int produce_part(int64_t pid, const fr_buf *bytes, int64_t *base)
+{
+    Firth__ProduceLogRequest req = FIRTH__PRODUCE_LOG_REQUEST__INIT;
+    Firth__TablePath path = kit_path_of("default", "p");
+    Firth__ProduceBucket pb = FIRTH__PRODUCE_BUCKET__INIT;
+    Firth__ProduceBucket *pbs[1] = {&pb};
+    pb.partition_id = pid;
+    pb.records.data = bytes->data;
+    pb.records.len = bytes->len;
+    req.path = &path;
+    req.writer_id = -1;
+    req.buckets = pbs;
+    req.n_buckets = 1;
+    Firth__ProduceLogResponse *r =
+        (Firth__ProduceLogResponse *)kit_call(&kc, FR_RPC_PRODUCE_LOG, &req.base);
+    int code = r->buckets[0]->error ? r->buckets[0]->error->code : 0;
+    if (base) *base = r->buckets[0]->base_offset;
+    fr_rpc_free(&r->base);
+    return code;
+}
+
+static void test_partitions(void **state)
+{
+    (void)state;
+    kit_sql(&kc, "CREATE TABLE p (id BIGINT NOT NULL, dt STRING NOT NULL) PARTITIONED BY (dt) "
+                 "WITH ('bucket.num' = '2');"
+                 "ALTER TABLE p ADD PARTITION (dt = 'a'), PARTITION (dt = 'b')");
+    Firth__MetadataRequest md = FIRTH__METADATA_REQUEST__INIT;
+    Firth__TablePath path = kit_path_of("default", "p");
+    Firth__TablePath *paths[1] = {&path};
+    md.tables = paths;
+    md.n_tables = 1;
+    Firth__MetadataResponse *m = (Firth__MetadataResponse *)kit_call(&kc, FR_RPC_METADATA, &md.base);
+    Firth__TableMetadata *tm = m->tables[0];
+    assert_null(tm->error);
+    assert_int_equal(tm->n_partition_keys, 1);
+    assert_string_equal(tm->partition_keys[0], "dt");
+    assert_int_equal(tm->n_buckets, 0);
+    assert_int_equal(tm->n_partitions, 2);
+    assert_string_equal(tm->partitions[0]->name, "dt=a");
+    assert_string_equal(tm->partitions[0]->values[0], "a");
+    assert_int_equal(tm->partitions[0]->n_buckets, 2);
+    int64_t pa = tm->partitions[0]->partition_id, pbid = tm->partitions[1]->partition_id;
+    fr_rpc_free(&m->base);
+
+    fr_field f[2] = {{.name = "id", .type = fr_type_of(FR_T_BIGINT)},
+                     {.name = "dt", .type = fr_type_of(FR_T_STRING)}};
+    f[0].type.nullable = false;
+    f[1].type.nullable = false;
+    fr_schema *s = NULL;
+    fr_error err = {0};
+    KIT_CHECK(fr_schema_new(f, 2, 0, &s, &err), err);
+    fr_batch *ba = dt_batch(s, 1, 5, "a"), *bb = dt_batch(s, 10, 3, "b");
+    fr_buf xa, xb;
+    fr_buf_init(&xa);
+    fr_buf_init(&xb);
+    kit_encode(ba, 0, FR_NO_WRITER, -1, NULL, &xa);
+    kit_encode(bb, 0, FR_NO_WRITER, -1, NULL, &xb);
+    int64_t base = -2;
+    assert_int_equal(produce_part(pa, &xa, &base), 0);
+    assert_int_equal(base, 0);
+    assert_int_equal(produce_part(pbid, &xb, &base), 0);
+    /* Rows of b into a, a partition id of a table without them, an unknown partition. */
+    assert_int_equal(produce_part(pa, &xb, NULL), FIRTH__ERROR_CODE__INVALID);
+    assert_int_equal(produce_part(-1, &xa, NULL), FIRTH__ERROR_CODE__INVALID);
+    assert_int_equal(produce_part(pbid + 100, &xa, NULL), FIRTH__ERROR_CODE__NOT_FOUND);
+
+    /* Every bucket of every partition, and a fetch from one. */
+    Firth__ListOffsetsRequest lo = FIRTH__LIST_OFFSETS_REQUEST__INIT;
+    lo.path = &path;
+    lo.spec = FIRTH__OFFSET_SPEC__OFFSET_LATEST;
+    Firth__ListOffsetsResponse *lr =
+        (Firth__ListOffsetsResponse *)kit_call(&kc, FR_RPC_LIST_OFFSETS, &lo.base);
+    assert_int_equal(lr->n_buckets, 4);
+    assert_int_equal(lr->buckets[0]->partition_id, pa);
+    assert_int_equal(lr->buckets[0]->offset, 5);
+    assert_int_equal(lr->buckets[2]->partition_id, pbid);
+    assert_int_equal(lr->buckets[2]->offset, 3);
+    fr_rpc_free(&lr->base);
+
+    Firth__FetchLogRequest req = FIRTH__FETCH_LOG_REQUEST__INIT;
+    Firth__FetchTable ft = FIRTH__FETCH_TABLE__INIT;
+    Firth__FetchTable *fts[1] = {&ft};
+    Firth__FetchBucket fb = FIRTH__FETCH_BUCKET__INIT;
+    Firth__FetchBucket *fbs[1] = {&fb};
+    fb.partition_id = pbid;
+    ft.path = &path;
+    ft.buckets = fbs;
+    ft.n_buckets = 1;
+    req.tables = fts;
+    req.n_tables = 1;
+    Firth__FetchLogResponse *r = (Firth__FetchLogResponse *)kit_call(&kc, FR_RPC_FETCH_LOG, &req.base);
+    assert_null(r->tables[0]->buckets[0]->error);
+    assert_int_equal(r->tables[0]->buckets[0]->next_offset, 3);
+    fr_rb_view v;
+    KIT_CHECK(fr_rb_decode(r->tables[0]->buckets[0]->records.data,
+                           r->tables[0]->buckets[0]->records.len, &v, &err),
+              err);
+    assert_int_equal(v.record_count, 3);
+    fr_rpc_free(&r->base);
+
+    /* The metrics name the partition of each bucket. */
+    char *mtext = kit_http_get(fr_server_http_address(ks.srv), "/metrics");
+    assert_non_null(strstr(mtext, "firth_log_end_offset{database=\"default\",table=\"p\","
+                                  "partition=\"dt=b\",bucket=\"0\"} 3\n"));
+    fr_free(mtext);
+    fr_buf_free(&xa);
+    fr_buf_free(&xb);
+    fr_batch_free(ba);
+    fr_batch_free(bb);
+    fr_schema_free(s);
+}
+
 /* ---- SQL ------------------------------------------------------------------------------- */
 
 typedef struct sql_result {
@@ -1027,6 +1158,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_produce_bad_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_put_lookup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefix_lookup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_partitions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sql, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http, setup, teardown),
         cmocka_unit_test_setup_teardown(test_authenticate, setup, teardown),
