@@ -200,7 +200,9 @@ static int fetch_table(fetch_run *r, const Firth__FetchTable *ft, Firth__FetchTa
     r->tables[r->ntables++] = t;
     const fr_schema *schema = fr_table_schema(t);
     bucket_read br = {.schema = schema};
-    FR_TRY(projection_of(ft, schema, r->a, (int **)&br.cols, &br.ncols, err));
+    int *cols = NULL;
+    FR_TRY(projection_of(ft, schema, r->a, &cols, &br.ncols, err));
+    br.cols = cols;
     if (ft->filter && ft->filter[0]) {
         fr_expr *e = NULL;
         FR_TRY(fr_sql_parse_expr(ft->filter, strlen(ft->filter), schema, r->a, &e, err));

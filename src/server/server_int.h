@@ -225,9 +225,58 @@ int srv_handle_execute_sql(fr_server *s, srv_job *j, fr_error *err);
  * the connection is gone (the caller stops). Worker threads only. */
 int srv_send_part(srv_job *j, fr_error *err);
 
-/* ---- connections (server_core.c): the authentication state lives there ---------------- */
+/* Worker side of a job: runs it and hands it back (a srv_pool task). */
+void srv_job_task(void *arg);
+/* Tells the worker waiting in srv_send_part that its part was written (or not). */
+void srv_part_notify(srv_job *j, bool failed);
+/* Tears the server down once it is stopping and nothing is left in flight (loop). */
+void srv_check_stop(fr_server *s);
 
+/* ---- connections (server_conn.c), all on the loop thread -------------------------------- */
+
+struct srv_conn {
+    uv_tcp_t tcp; /* first: the handle's address is the connection's */
+    fr_server *srv;
+    srv_conn *prev, *next;
+    fr_rpc_reader *reader;
+    int refs;             /* the handle's, and one per job that names the connection */
+    int64_t inflight;     /* requests read and not yet answered (parked fetches too) */
+    size_t write_queued;  /* bytes handed to uv_write and not yet written */
+    bool reading;
+    bool closing;
+    bool eof;             /* the peer closed its side: close once all is answered */
+    bool close_after_write; /* a connection error was sent: close once it is written */
+    bool frame_error;     /* the reader refused the bytes (in alloc_cb) */
+    fr_error frame_err;
+    bool authenticated;
+    char *principal;
+    char peer[FR_SERVER_ADDRESS_BYTES_MAX];
+};
+
+void srv_on_connection(uv_stream_t *server, int status);
+/* Takes the frames that may be worked on now and starts or stops reading accordingly. */
+void srv_conn_pump(srv_conn *c);
+/* Writes b's bytes (taken) to the connection; notify (may be NULL) learns when written. */
+void srv_conn_write_buf(srv_conn *c, fr_buf *b, srv_job *notify);
+void srv_conn_close(srv_conn *c);
+/* Closes a connection whose work is over (an error frame written, or a peer that closed
+ * its side and got every answer). */
+void srv_conn_maybe_finish(srv_conn *c);
+void srv_conn_unref(srv_conn *c);
 void srv_conn_set_principal(srv_conn *c, const char *principal);
+/* The metrics slot of an api key (unknown keys share the last). */
+int srv_api_slot(int api);
+
+/* ---- parked fetches (server_park.c), on the loop thread --------------------------------- */
+
+void srv_park(fr_server *s, srv_job *j);
+void srv_unpark(fr_server *s, srv_job *j);
+/* Hands a job to the workers again. */
+void srv_resubmit(fr_server *s, srv_job *j);
+/* Runs again the parked fetches whose buckets grew, or all of them (answering at once). */
+void srv_wake_parked(fr_server *s, bool all);
+/* The logs' watcher: wakes the loop after an append while fetches are parked. */
+void srv_on_append(void *ctx, fr_log *log, int64_t end_offset);
 /* "127.0.0.1:51234": fixed once accepted, so workers may read it. */
 const char *srv_conn_peer(const srv_conn *c);
 
