@@ -105,8 +105,10 @@ static int ex_format_quoted(fr_buf *out, char quote, const uint8_t *p, size_t n,
     return fr_buf_append(out, &quote, 1, err);
 }
 
-/* The words the SQL dialect reserves (src/sql/sql_lexer.c keeps the same list): a bare
- * word that is one of them is read as the keyword, never as a name. */
+/* The words the SQL dialect reserves: a bare word that is one of them is read as the
+ * keyword, never as a name. The SQL parser asks this list too, so the names the printer
+ * writes bare are exactly those the parser reads back as names. Other keywords stay usable
+ * as names: a column may be called `key`, `type` or `date` without quotes. */
 static const char *const ex_reserved_words[] = {
     "ALL", "AND", "AS", "BETWEEN", "BY", "CASE", "CAST", "CREATE", "DELETE", "DESCRIBE",
     "DISTINCT", "DROP", "ELSE", "END", "EXISTS", "FALSE", "FROM", "GROUP", "HAVING", "IN",

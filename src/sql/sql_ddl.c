@@ -324,7 +324,7 @@ fail:
 static int append_name(fr_buf *out, const char *name, fr_error *err)
 {
     bool plain = (isalpha((unsigned char)name[0]) || name[0] == '_') &&
-                 !sql_word_reserved(name, strlen(name));
+                 !fr_expr_word_reserved(name, strlen(name));
     for (const char *c = name; *c && plain; c++)
         plain = isalnum((unsigned char)*c) || *c == '_';
     if (plain) return fr_buf_append(out, name, strlen(name), err);

@@ -9,6 +9,7 @@
 #ifndef FIRTH_SQL_INT_H
 #define FIRTH_SQL_INT_H
 
+#include "expr/expr.h"
 #include "sql/sql.h"
 
 /* ---- positions and errors -------------------------------------------------------------- */
@@ -65,8 +66,9 @@ int sql_lex(sql_lexer *lx, sql_token *out, fr_error *err);
 void sql_token_describe(const sql_token *t, char *out, size_t cap);
 /* True when t is the bare word kw (ASCII, case-insensitive). */
 bool sql_tok_is(const sql_token *t, const char *kw);
-/* True for words that cannot be a bare name (SELECT, FROM, WHERE, AND, NULL, ...). */
-bool sql_word_reserved(const char *p, size_t n);
+/* Words that cannot be a bare name (SELECT, FROM, WHERE, AND, NULL, ...) are those of
+ * fr_expr_word_reserved: one list serves the parser and the expression printer, so that
+ * what fr_expr_format writes bare always reads back as a name. */
 
 /* ---- the syntax tree ------------------------------------------------------------------- */
 

@@ -37,28 +37,6 @@ int sql_wrap_at(fr_error *err, sql_pos pos)
     return err->code;
 }
 
-/* ---- reserved words -------------------------------------------------------------------- */
-
-/* Words that may not be bare names because they would make statements ambiguous. Other
- * keywords (TABLE names aside) stay usable as names: a column may be called `key`, `type`
- * or `date` without quotes. */
-static const char *const reserved_words[] = {
-    "ALL", "AND", "AS", "BETWEEN", "BY", "CASE", "CAST", "CREATE", "DELETE", "DESCRIBE",
-    "DISTINCT", "DROP", "ELSE", "END", "EXISTS", "FALSE", "FROM", "GROUP", "HAVING", "IN",
-    "INSERT", "INTO", "IS", "JOIN", "LIKE", "LIMIT", "NOT", "NULL", "ON", "OR", "ORDER",
-    "SELECT", "SET", "SHOW", "TABLE", "THEN", "TRUE", "UNION", "UPDATE", "USE", "VALUES",
-    "WHEN", "WHERE", "WITH",
-};
-
-bool sql_word_reserved(const char *p, size_t n)
-{
-    for (size_t i = 0; i < sizeof reserved_words / sizeof reserved_words[0]; i++) {
-        const char *w = reserved_words[i];
-        if (strlen(w) == n && strncasecmp(w, p, n) == 0) return true;
-    }
-    return false;
-}
-
 bool sql_tok_is(const sql_token *t, const char *kw)
 {
     size_t n = strlen(kw);

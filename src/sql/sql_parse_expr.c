@@ -139,7 +139,7 @@ int sql_p_name(sql_parser *P, const char *what, bool fold, sql_ident *out)
     const sql_token *t = &P->cur;
     out->pos = t->pos;
     if (t->kind == SQL_T_IDENT) {
-        if (sql_word_reserved(t->p, t->n)) {
+        if (fr_expr_word_reserved(t->p, t->n)) {
             char w[64];
             snprintf(w, sizeof w, "%.*s", (int)(t->n < 40 ? t->n : 40), t->p);
             return sql_p_fail(P, FR_ESYNTAX, t->pos,
@@ -651,7 +651,7 @@ static int p_word(sql_parser *P, fr_expr **out, int *d)
             return *out ? 0 : P->rc;
         }
     }
-    if (sql_word_reserved(t.p, t.n)) return sql_p_expected(P, "an expression");
+    if (fr_expr_word_reserved(t.p, t.n)) return sql_p_expected(P, "an expression");
     if (sql_p_peek2(P)->kind == SQL_T_LPAREN) {
         char w[64];
         snprintf(w, sizeof w, "%.*s", (int)(t.n < 40 ? t.n : 40), t.p);

@@ -457,7 +457,7 @@ static int p_select_item(sql_parser *P, sql_select_item *it)
         FR_TRY(sql_p_name(P, "a column alias", false, &alias));
         it->alias = alias.s;
     } else if (P->cur.kind == SQL_T_QIDENT ||
-               (P->cur.kind == SQL_T_IDENT && !sql_word_reserved(P->cur.p, P->cur.n))) {
+               (P->cur.kind == SQL_T_IDENT && !fr_expr_word_reserved(P->cur.p, P->cur.n))) {
         FR_TRY(sql_p_name(P, "a column alias", false, &alias));
         it->alias = alias.s;
     }
