@@ -255,6 +255,7 @@ static const char CLI_HELP_SERVER[] =
     "  server.fetch.bucket.bytes.max SIZE  per bucket (default 1mb)\n"
     "  server.sql.part.bytes SIZE    Arrow bytes per streamed SQL frame (default 1mb)\n"
     "  server.workers N              threads running requests (default 16)\n"
+    "  server.sql.workers N          threads running SQL statements (default 4)\n"
     "  server.shutdown.timeout DURATION  longest wait for requests at shutdown (default 30s)\n"
     "  server.auth.required BOOL     require AUTHENTICATE first (default false)\n"
     "  server.auth.users LIST        name:password,... accepted by PLAIN (default: any)\n"

@@ -41,6 +41,7 @@ typedef struct fr_server_options {
     int64_t fetch_bucket_bytes_max; /* server.fetch.bucket.bytes.max: per bucket when 0 */
     int64_t sql_part_bytes;        /* server.sql.part.bytes: Arrow bytes per PART frame */
     int workers;                   /* server.workers: threads running requests */
+    int sql_workers;               /* server.sql.workers: threads running SQL */
     int64_t shutdown_timeout_ms;   /* server.shutdown.timeout */
     bool auth_required;            /* server.auth.required */
     char *auth_users;              /* server.auth.users: "name:password,..." or NULL */

@@ -291,7 +291,7 @@ static void dispatch(srv_conn *c, const fr_rpc_frame *f)
     c->refs++;
     s->jobs_live++;
     atomic_fetch_add(&s->metrics->requests_in_flight, 1);
-    if (srv_pool_push(s->pool, srv_job_task, j, &err) < 0) {
+    if (srv_pool_push(srv_pool_of(s, j), srv_job_task, j, &err) < 0) {
         /* No memory for a queue entry: the request is answered here, without running. */
         c->inflight--;
         c->refs--;

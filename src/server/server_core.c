@@ -44,6 +44,11 @@ void srv_complete(fr_server *s, srv_job *j)
     uv_async_send(&s->wake);
 }
 
+srv_pool *srv_pool_of(fr_server *s, const srv_job *j)
+{
+    return j->api == FR_RPC_EXECUTE_SQL ? s->sql_pool : s->pool;
+}
+
 void srv_job_task(void *arg)
 {
     srv_job *j = arg;
@@ -158,7 +163,8 @@ static void teardown(fr_server *s)
     s->torn_down = true;
     FR_INFO("shutdown: every request answered; stopping the workers and closing the engine");
     srv_pool_free(s->pool);
-    s->pool = NULL;
+    srv_pool_free(s->sql_pool);
+    s->pool = s->sql_pool = NULL;
     srv_http_stop(s);
     fr_engine_close(s->engine);
     s->engine = NULL;
@@ -277,7 +283,8 @@ static void close_walk(uv_handle_t *h, void *arg)
 
 static void server_destroy(fr_server *s)
 {
-    if (s->pool) srv_pool_free(s->pool);
+    srv_pool_free(s->pool);
+    srv_pool_free(s->sql_pool);
     srv_http_stop(s);
     if (s->engine) fr_engine_close(s->engine);
     uv_walk(&s->loop, close_walk, NULL);
@@ -334,6 +341,7 @@ int fr_server_start(const fr_server_options *o, fr_server **out, fr_error *err)
     eo.data_dir = s->opts.data_dir;
     FR_GOTO(fr_engine_open(&eo, &s->engine, err));
     FR_GOTO(srv_pool_new(s->opts.workers, &s->pool, err));
+    FR_GOTO(srv_pool_new(s->opts.sql_workers, &s->sql_pool, err));
     FR_GOTO(listen_native(s, err));
     FR_GOTO(srv_http_start(s, err));
     e = pthread_create(&s->loop_thread, NULL, loop_main, s);

@@ -130,7 +130,8 @@ struct srv_job {
 struct fr_server {
     fr_server_options opts;        /* a copy: strings owned */
     fr_engine *engine;
-    srv_pool *pool;
+    srv_pool *pool;                /* data requests */
+    srv_pool *sql_pool;            /* execute_sql, so that long queries do not hold the others */
     char address[FR_SERVER_ADDRESS_BYTES_MAX];
     char http_address[FR_SERVER_ADDRESS_BYTES_MAX];
     bool http_on;
@@ -271,6 +272,8 @@ int srv_api_slot(int api);
 
 void srv_park(fr_server *s, srv_job *j);
 void srv_unpark(fr_server *s, srv_job *j);
+/* The pool a job runs on. */
+srv_pool *srv_pool_of(fr_server *s, const srv_job *j);
 /* Hands a job to the workers again. */
 void srv_resubmit(fr_server *s, srv_job *j);
 /* Runs again the parked fetches whose buckets grew, or all of them (answering at once). */

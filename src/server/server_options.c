@@ -31,6 +31,7 @@ int fr_server_options_default(fr_server_options *o, fr_error *err)
     o->fetch_bucket_bytes_max = 1 << 20;
     o->sql_part_bytes = 1 << 20;
     o->workers = 16;
+    o->sql_workers = 4;
     o->shutdown_timeout_ms = 30000;
     o->node_id = 0;
     o->log_level = FR_LOG_INFO;
@@ -215,6 +216,15 @@ static int set_workers(fr_server_options *o, const char *key, const char *value,
     return FR_OK;
 }
 
+static int set_sql_workers(fr_server_options *o, const char *key, const char *value,
+                           fr_error *err)
+{
+    int64_t v;
+    FR_TRY(parse_count(key, value, 1, FR_SERVER_WORKERS_MAX, &v, err));
+    o->sql_workers = (int)v;
+    return FR_OK;
+}
+
 static int set_shutdown_timeout(fr_server_options *o, const char *key, const char *value,
                                 fr_error *err)
 {
@@ -287,6 +297,7 @@ static const server_key SERVER_KEYS[] = {
     {"server.fetch.bucket.bytes.max", set_fetch_bucket_bytes_max},
     {"server.sql.part.bytes", set_sql_part_bytes},
     {"server.workers", set_workers},
+    {"server.sql.workers", set_sql_workers},
     {"server.shutdown.timeout", set_shutdown_timeout},
     {"server.auth.required", set_auth_required},
     {"server.auth.users", set_auth_users},

@@ -27,7 +27,7 @@ void srv_resubmit(fr_server *s, srv_job *j)
 {
     s->jobs_live++;
     fr_error err = {0};
-    if (srv_pool_push(s->pool, srv_job_task, j, &err) < 0) {
+    if (srv_pool_push(srv_pool_of(s, j), srv_job_task, j, &err) < 0) {
         /* No memory for a queue entry: run it here rather than lose it. */
         srv_job_task(j);
     }

@@ -47,6 +47,7 @@ static void test_set_keys(void **state)
         {"server.fetch.bucket.bytes.max", "256kb"},
         {"server.sql.part.bytes", "64kb"},
         {"server.workers", "2"},
+        {"server.sql.workers", "3"},
         {"server.shutdown.timeout", "1min"},
         {"server.auth.required", "TRUE"},
         {"server.auth.users", "a:b,c:d:e"},
@@ -69,6 +70,7 @@ static void test_set_keys(void **state)
     assert_int_equal(o.fetch_bucket_bytes_max, 256 << 10);
     assert_int_equal(o.sql_part_bytes, 64 << 10);
     assert_int_equal(o.workers, 2);
+    assert_int_equal(o.sql_workers, 3);
     assert_int_equal(o.shutdown_timeout_ms, 60000);
     assert_true(o.auth_required);
     assert_string_equal(o.auth_users, "a:b,c:d:e");
