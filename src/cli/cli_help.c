@@ -247,6 +247,8 @@ static const char CLI_HELP_SERVER[] =
     "  server.connections.max N      connections held at once (default 4096)\n"
     "  server.frame.bytes.max SIZE   the largest request frame (default 100mb)\n"
     "  server.inflight.max N         requests per connection worked on at once (default 64)\n"
+    "  server.inflight.bytes.max SIZE  request bytes worked on at once, all connections\n"
+    "                                together (default 1gb)\n"
     "  server.connection.write.bytes.max SIZE\n"
     "                                response bytes queued per connection before it is no\n"
     "                                longer read (default 16mb)\n"

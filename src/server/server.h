@@ -35,6 +35,7 @@ typedef struct fr_server_options {
     int64_t connections_max;       /* server.connections.max */
     int64_t frame_bytes_max;       /* server.frame.bytes.max */
     int64_t inflight_max;          /* server.inflight.max: requests per connection */
+    int64_t inflight_bytes_max;    /* server.inflight.bytes.max: request bytes, all connections */
     int64_t write_buffer_bytes_max; /* server.connection.write.bytes.max */
     int64_t fetch_wait_max_ms;     /* server.fetch.wait.max: caps a fetch's max_wait_ms */
     int64_t fetch_bytes_max;       /* server.fetch.bytes.max: a fetch's max_bytes when 0 */

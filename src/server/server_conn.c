@@ -290,15 +290,41 @@ static void dispatch(srv_conn *c, const fr_rpc_frame *f)
     c->inflight++;
     c->refs++;
     s->jobs_live++;
+    j->counted_bytes = f->body_len;
+    s->inflight_bytes += (int64_t)j->counted_bytes;
     atomic_fetch_add(&s->metrics->requests_in_flight, 1);
     if (srv_pool_push(srv_pool_of(s, j), srv_job_task, j, &err) < 0) {
         /* No memory for a queue entry: the request is answered here, without running. */
         c->inflight--;
         c->refs--;
         s->jobs_live--;
+        s->inflight_bytes -= (int64_t)j->counted_bytes;
         atomic_fetch_sub(&s->metrics->requests_in_flight, 1);
         srv_job_free(j);
         conn_error(c, f->request_id, FIRTH__ERROR_CODE__NONE, &err);
+    }
+}
+
+/* Whether the connection may start another request now: its own limits, and the bytes of
+ * every connection's requests in flight. */
+static bool may_take(srv_conn *c)
+{
+    fr_server *s = c->srv;
+    if (c->inflight >= s->opts.inflight_max ||
+        c->write_queued > (size_t)s->opts.write_buffer_bytes_max)
+        return false;
+    if (s->inflight_bytes >= s->opts.inflight_bytes_max) {
+        s->bytes_paused = true; /* srv_conn_pump_all when they fall */
+        return false;
+    }
+    return true;
+}
+
+void srv_conn_pump_all(fr_server *s)
+{
+    for (srv_conn *c = s->conns, *next; c; c = next) {
+        next = c->next;
+        if (!c->closing) srv_conn_pump(c);
     }
 }
 
@@ -306,10 +332,7 @@ static void dispatch(srv_conn *c, const fr_rpc_frame *f)
 void srv_conn_pump(srv_conn *c)
 {
     fr_server *s = c->srv;
-    int64_t inflight_max = s->opts.inflight_max;
-    size_t write_max = (size_t)s->opts.write_buffer_bytes_max;
-    while (!c->closing && !c->close_after_write &&
-           (s->stopping || (c->inflight < inflight_max && c->write_queued <= write_max))) {
+    while (!c->closing && !c->close_after_write && (s->stopping || may_take(c))) {
         fr_rpc_frame f;
         fr_error err = {0};
         int rc = fr_rpc_reader_next(c->reader, &f, &err);
@@ -321,8 +344,7 @@ void srv_conn_pump(srv_conn *c)
         dispatch(c, &f);
     }
     if (c->closing) return;
-    bool want = !s->stopping && !c->eof && !c->close_after_write &&
-                c->inflight < inflight_max && c->write_queued <= write_max;
+    bool want = !s->stopping && !c->eof && !c->close_after_write && may_take(c);
     if (want && !c->reading) {
         if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0) c->reading = true;
     } else if (!want && c->reading) {

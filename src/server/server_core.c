@@ -105,6 +105,7 @@ static void job_done(fr_server *s, srv_job *j)
     }
     s->jobs_live--;
     c->inflight--;
+    s->inflight_bytes -= (int64_t)j->counted_bytes;
     atomic_fetch_sub(&s->metrics->requests_in_flight, 1);
     if (!j->cancelled)
         srv_metrics_request(s->metrics, srv_api_slot(j->api), j->failed,
@@ -114,6 +115,10 @@ static void job_done(fr_server *s, srv_job *j)
     if (!c->closing) {
         srv_conn_pump(c);
         srv_conn_maybe_finish(c);
+    }
+    if (s->bytes_paused && s->inflight_bytes < s->opts.inflight_bytes_max) {
+        s->bytes_paused = false;
+        srv_conn_pump_all(s);
     }
     srv_conn_unref(c);
 }

@@ -103,6 +103,7 @@ struct srv_job {
     int32_t request_id;
     uint8_t *body;                 /* the frame's body, copied */
     size_t body_len;
+    size_t counted_bytes;          /* (loop) its share of fr_server.inflight_bytes */
     int64_t received_ns;           /* fr_monotonic_ns when read */
     ProtobufCMessage *request;     /* unpacked by the worker; NULL until then */
     srv_job_kind kind;
@@ -158,6 +159,8 @@ struct fr_server {
     srv_conn *conns;               /* doubly linked */
     int64_t nconns;
     int64_t jobs_live;             /* jobs handed to workers and not yet back */
+    int64_t inflight_bytes;        /* request bodies of the requests in flight */
+    bool bytes_paused;             /* a connection waits for inflight_bytes to fall */
     srv_job *parked;               /* doubly linked through park_prev/park_next */
 
     struct MHD_Daemon *http;
@@ -257,6 +260,8 @@ struct srv_conn {
 void srv_on_connection(uv_stream_t *server, int status);
 /* Takes the frames that may be worked on now and starts or stops reading accordingly. */
 void srv_conn_pump(srv_conn *c);
+/* srv_conn_pump of every connection (when a limit shared by all of them frees up). */
+void srv_conn_pump_all(fr_server *s);
 /* Writes b's bytes (taken) to the connection; notify (may be NULL) learns when written. */
 void srv_conn_write_buf(srv_conn *c, fr_buf *b, srv_job *notify);
 void srv_conn_close(srv_conn *c);

@@ -25,6 +25,7 @@ int fr_server_options_default(fr_server_options *o, fr_error *err)
     o->connections_max = 4096;
     o->frame_bytes_max = FR_RPC_FRAME_BYTES_MAX_DEFAULT;
     o->inflight_max = 64;
+    o->inflight_bytes_max = (int64_t)1 << 30;
     o->write_buffer_bytes_max = 16 << 20;
     o->fetch_wait_max_ms = 60000;
     o->fetch_bytes_max = 16 << 20;
@@ -177,6 +178,12 @@ static int set_inflight_max(fr_server_options *o, const char *key, const char *v
     return parse_count(key, value, 1, 65536, &o->inflight_max, err);
 }
 
+static int set_inflight_bytes_max(fr_server_options *o, const char *key, const char *value,
+                                  fr_error *err)
+{
+    return parse_size(key, value, 1 << 20, (int64_t)1 << 40, &o->inflight_bytes_max, err);
+}
+
 static int set_write_bytes_max(fr_server_options *o, const char *key, const char *value,
                                fr_error *err)
 {
@@ -291,6 +298,7 @@ static const server_key SERVER_KEYS[] = {
     {"server.connections.max", set_connections_max},
     {"server.frame.bytes.max", set_frame_bytes_max},
     {"server.inflight.max", set_inflight_max},
+    {"server.inflight.bytes.max", set_inflight_bytes_max},
     {"server.connection.write.bytes.max", set_write_bytes_max},
     {"server.fetch.wait.max", set_fetch_wait_max},
     {"server.fetch.bytes.max", set_fetch_bytes_max},

@@ -492,12 +492,68 @@ static void test_shutdown_pending(void **state)
     kit_server_stop(&k);
 }
 
+/* Request bytes in flight over all connections: past server.inflight.bytes.max no other
+ * connection's request starts until the big one is done. */
+static void test_inflight_bytes(void **state)
+{
+    (void)state;
+    kit_server k;
+    kit_server_options(&k, "server-bytes");
+    fr_error err = {0};
+    KIT_CHECK(fr_server_options_set(&k.opts, "server.inflight.bytes.max", "1mb", &err), err);
+    kit_server_start(&k);
+    kit_conn a = kit_connect(fr_server_address(k.srv)), b = kit_connect(fr_server_address(k.srv));
+    kit_sql(&a, "CREATE TABLE t (id BIGINT)");
+    /* A parked fetch whose filter is 1.5 MB long (mostly blanks). */
+    size_t n = (size_t)3 << 19;
+    char *filter = fr_malloc(n + 1);
+    memset(filter, ' ', n);
+    memcpy(filter, "id >= 0", 7);
+    filter[n] = '\0';
+    Firth__FetchLogRequest req = FIRTH__FETCH_LOG_REQUEST__INIT;
+    Firth__FetchTable ft = FIRTH__FETCH_TABLE__INIT;
+    Firth__FetchTable *fts[1] = {&ft};
+    Firth__FetchBucket fb = FIRTH__FETCH_BUCKET__INIT;
+    Firth__FetchBucket *fbs[1] = {&fb};
+    Firth__TablePath path = kit_path_of("default", "t");
+    fb.partition_id = -1;
+    ft.path = &path;
+    ft.filter = filter;
+    ft.buckets = fbs;
+    ft.n_buckets = 1;
+    req.tables = fts;
+    req.n_tables = 1;
+    req.max_wait_ms = 400;
+    req.min_bytes = 1;
+    int64_t t0 = fr_monotonic_ns();
+    kit_send(&a, FR_RPC_FETCH_LOG, &req.base);
+    usleep(100000);
+    Firth__ListDatabasesRequest ld = FIRTH__LIST_DATABASES_REQUEST__INIT;
+    fr_rpc_free(kit_call(&b, FR_RPC_LIST_DATABASES, &ld.base));
+    int64_t waited = (fr_monotonic_ns() - t0) / 1000000;
+    print_message("a request behind 1.5 MB in flight (limit 1 MB) was answered after %lld ms\n",
+                  (long long)waited);
+    assert_true(waited >= 300);
+    fr_rpc_frame f;
+    assert_int_equal(kit_next_frame(&a, &f, 5000), 1);
+    assert_int_equal(f.result, FR_RPC_SUCCESS);
+    /* Below the limit again: requests run at once. */
+    t0 = fr_monotonic_ns();
+    fr_rpc_free(kit_call(&b, FR_RPC_LIST_DATABASES, &ld.base));
+    assert_true((fr_monotonic_ns() - t0) / 1000000 < 300);
+    fr_free(filter);
+    kit_close(&a);
+    kit_close(&b);
+    kit_server_stop(&k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_frames),
         cmocka_unit_test(test_connection_limit),
         cmocka_unit_test(test_inflight_limit),
+        cmocka_unit_test(test_inflight_bytes),
         cmocka_unit_test(test_slow_consumer),
         cmocka_unit_test(test_sql_parts),
         cmocka_unit_test(test_shutdown),

@@ -41,6 +41,7 @@ static void test_set_keys(void **state)
         {"server.connections.max", "10"},
         {"server.frame.bytes.max", "2mb"},
         {"server.inflight.max", "3"},
+        {"server.inflight.bytes.max", "64mb"},
         {"server.connection.write.bytes.max", "1mb"},
         {"server.fetch.wait.max", "5s"},
         {"server.fetch.bytes.max", "4mb"},
@@ -64,6 +65,7 @@ static void test_set_keys(void **state)
     assert_int_equal(o.connections_max, 10);
     assert_int_equal(o.frame_bytes_max, 2 << 20);
     assert_int_equal(o.inflight_max, 3);
+    assert_int_equal(o.inflight_bytes_max, 64 << 20);
     assert_int_equal(o.write_buffer_bytes_max, 1 << 20);
     assert_int_equal(o.fetch_wait_max_ms, 5000);
     assert_int_equal(o.fetch_bytes_max, 4 << 20);
