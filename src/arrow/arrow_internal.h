@@ -146,6 +146,18 @@ typedef struct fr_ipc_buffer {
     int64_t offset, length;
 } fr_ipc_buffer;
 
+/* Starts an encapsulated message at the end of out: the frame (continuation marker and a
+ * metadata length patched by fr_ipc_message_end), then the flatbuffer's root Message table
+ * (version V5, header_type, body_length) through *w. The Message's fields are at msg_at[0..4)
+ * (flatbuffer positions): msg_at[2] is the header offset to patch with the header table,
+ * msg_at[3] the body length. On failure out is as it was. */
+int fr_ipc_message_begin(fr_buf *out, fr_fbw *w, uint8_t header_type, int64_t body_length,
+                         size_t msg_at[4], fr_error *err);
+/* Pads the flatbuffer and patches the frame's metadata length; start is out->len as it was
+ * before fr_ipc_message_begin. On failure (the writer's first error) out is cut back to
+ * start. */
+int fr_ipc_message_end(fr_buf *out, size_t start, fr_fbw *w);
+
 /* Appends an encapsulated RecordBatch message header (continuation, metadata length and the
  * flatbuffer padded to 8 bytes) for the given nodes and buffers. When nodes or buffers are
  * not known yet, pass NULL and patch them later at *nodes_at / *buffers_at (arrays of 16-byte

@@ -143,17 +143,9 @@ static void fr_ipc_write_field(fr_fbw *w, const fr_field *fd, size_t slot_at)
 int fr_ipc_write_schema(const fr_schema *s, fr_buf *out, fr_error *err)
 {
     size_t start = out->len;
-    int rc = 0;
-    uint8_t frame[8];
-    fr_put_u32le(frame, FR_IPC_CONTINUATION);
-    fr_put_u32le(frame + 4, 0);
-    FR_GOTO(fr_buf_append(out, frame, 8, err));
-
     fr_fbw w;
-    fr_fbw_init(&w, out, err);
-    fr_fbf msg[4] = {{0, 2, FR_IPC_V5}, {1, 1, FR_IPC_HDR_SCHEMA}, {2, 0, 0}, {3, 8, 0}};
     size_t msg_at[4];
-    fr_fbw_patch(&w, 0, fr_fbw_table(&w, msg, 4, msg_at));
+    FR_TRY(fr_ipc_message_begin(out, &w, FR_IPC_HDR_SCHEMA, 0, msg_at, err));
     fr_fbf sch[2] = {{0, 2, 0 /* Little */}, {1, 0, 0}};
     size_t sch_at[2];
     fr_fbw_patch(&w, msg_at[2], fr_fbw_table(&w, sch, 2, sch_at));
@@ -162,12 +154,7 @@ int fr_ipc_write_schema(const fr_schema *s, fr_buf *out, fr_error *err)
     fr_fbw_patch(&w, sch_at[1], vec);
     for (int i = 0; i < nfields && w.rc == 0; i++)
         fr_ipc_write_field(&w, fr_schema_field(s, i), vec + 4 + 4 * (size_t)i);
-    FR_GOTO(fr_fbw_finish(&w));
-    fr_put_u32le(out->data + start + 4, (uint32_t)(out->len - start - 8));
-    return 0;
-fail:
-    out->len = start;
-    return rc;
+    return fr_ipc_message_end(out, start, &w);
 }
 
 /* ---- reading ----------------------------------------------------------------------------- */

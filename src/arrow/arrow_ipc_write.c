@@ -1,4 +1,5 @@
-/* arrow_ipc_write.c — encoding RecordBatch messages and the end-of-stream marker.
+/* arrow_ipc_write.c — encoding RecordBatch messages and the end-of-stream marker, and the
+ * frame and Message table every message starts with (the Schema message uses them too).
  *
  * A message is written in one pass into the caller's buffer: the metadata first, with the
  * buffer table left to patch (its size does not depend on the buffers' lengths), then each
@@ -6,24 +7,47 @@
  * length patched. Body buffers start on 8-byte boundaries, as the IPC format requires. */
 #include "arrow/arrow_internal.h"
 
+/* The 8-byte frame of a message: the continuation marker and a metadata length of 0, which
+ * is the end-of-stream marker as it stands and a placeholder in front of a message. */
+static int fr_ipc_put_frame(fr_buf *out, fr_error *err)
+{
+    uint8_t frame[8];
+    fr_put_u32le(frame, FR_IPC_CONTINUATION);
+    fr_put_u32le(frame + 4, 0);
+    return fr_buf_append(out, frame, 8, err);
+}
+
+int fr_ipc_message_begin(fr_buf *out, fr_fbw *w, uint8_t header_type, int64_t body_length,
+                         size_t msg_at[4], fr_error *err)
+{
+    FR_TRY(fr_ipc_put_frame(out, err));
+    fr_fbw_init(w, out, err);
+    fr_fbf msg[4] = {{0, 2, FR_IPC_V5}, {1, 1, header_type}, {2, 0, 0},
+                     {3, 8, (uint64_t)body_length}};
+    fr_fbw_patch(w, 0, fr_fbw_table(w, msg, 4, msg_at));
+    return 0;
+}
+
+int fr_ipc_message_end(fr_buf *out, size_t start, fr_fbw *w)
+{
+    int rc = fr_fbw_finish(w);
+    if (rc < 0) {
+        out->len = start;
+        return rc;
+    }
+    fr_put_u32le(out->data + start + 4, (uint32_t)(out->len - start - 8));
+    return 0;
+}
+
 int fr_ipc_write_batch_header(fr_buf *out, int64_t rows, const fr_ipc_node *nodes, int nnodes,
                               const fr_ipc_buffer *buffers, int nbuffers, int64_t body_length,
                               fr_compression codec, size_t *nodes_at, size_t *buffers_at,
                               size_t *body_length_at, fr_error *err)
 {
     size_t start = out->len;
-    int rc = 0;
-    uint8_t frame[8];
-    fr_put_u32le(frame, FR_IPC_CONTINUATION);
-    fr_put_u32le(frame + 4, 0);
-    FR_GOTO(fr_buf_append(out, frame, 8, err));
-
     fr_fbw w;
-    fr_fbw_init(&w, out, err);
-    fr_fbf msg[4] = {{0, 2, FR_IPC_V5}, {1, 1, FR_IPC_HDR_RECORD_BATCH}, {2, 0, 0},
-                     {3, 8, (uint64_t)body_length}};
     size_t msg_at[4];
-    fr_fbw_patch(&w, 0, fr_fbw_table(&w, msg, 4, msg_at));
+    FR_TRY(fr_ipc_message_begin(out, &w, FR_IPC_HDR_RECORD_BATCH, body_length, msg_at, err));
     fr_fbf rb[4] = {{0, 8, (uint64_t)rows}, {1, 0, 0}, {2, 0, 0}, {3, 0, 0}};
     size_t rb_at[4];
     fr_fbw_patch(&w, msg_at[2], fr_fbw_table(&w, rb, codec == FR_COMPRESSION_NONE ? 3 : 4, rb_at));
@@ -38,15 +62,11 @@ int fr_ipc_write_batch_header(fr_buf *out, int64_t rows, const fr_ipc_node *node
         fr_fbf bc[2] = {{0, 1, codec == FR_COMPRESSION_LZ4_FRAME ? 0 : 1}, {1, 1, 0 /* BUFFER */}};
         fr_fbw_patch(&w, rb_at[3], fr_fbw_table(&w, bc, 2, NULL));
     }
-    FR_GOTO(fr_fbw_finish(&w));
-    fr_put_u32le(out->data + start + 4, (uint32_t)(out->len - start - 8));
+    FR_TRY(fr_ipc_message_end(out, start, &w));
     if (nodes_at) *nodes_at = w.base + nodes_pos + 4;
     if (buffers_at) *buffers_at = w.base + bufs + 4;
     if (body_length_at) *body_length_at = w.base + msg_at[3];
     return 0;
-fail:
-    out->len = start;
-    return rc;
 }
 
 /* Appends one body buffer (compressed when codec says so) and records it in the buffer
@@ -160,8 +180,5 @@ fail:
 
 int fr_ipc_write_eos(fr_buf *out, fr_error *err)
 {
-    uint8_t eos[8];
-    fr_put_u32le(eos, FR_IPC_CONTINUATION);
-    fr_put_u32le(eos + 4, 0);
-    return fr_buf_append(out, eos, 8, err);
+    return fr_ipc_put_frame(out, err);
 }

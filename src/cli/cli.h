@@ -41,7 +41,8 @@ typedef struct cli_opt {
     bool *flag;
 } cli_opt;
 
-/* Parses argv[1..argc) of subcommand cmd against opts. --help and -h set *help (and stop).
+/* Parses argv[1..argc) of subcommand cmd against opts. --help and -h print the
+ * subcommand's help on stdout, set *help and stop (the caller returns CLI_EXIT_OK).
  * Accepts "--name value", "--name=value" and "-e value". Positional arguments and unknown
  * options are usage errors, reported here. Returns 0 or CLI_EXIT_USAGE. */
 int cli_parse_opts(const char *cmd, int argc, char **argv, const cli_opt *opts, int nopts,

@@ -341,11 +341,7 @@ int cli_consume_main(int argc, char **argv)
     };
     int rc = cli_parse_opts_config("consume", argc, argv, opts, sizeof opts / sizeof opts[0],
                                    &cfg, &help);
-    if (rc) return rc;
-    if (help) {
-        cli_help_print(stdout, "consume");
-        return CLI_EXIT_OK;
-    }
+    if (rc || help) return rc;
     consume_state st = {.format = CLI_FORMAT_JSON, .with_offsets = with_offsets};
     firth_scan_options o = {.start = FIRTH_START_EARLIEST, .columns = columns, .where = where,
                             .max_records = -1};

@@ -128,6 +128,7 @@ int cli_parse_opts_config(const char *cmd, int argc, char **argv, const cli_opt 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            cli_help_print(stdout, cmd);
             *help = true;
             return 0;
         }
@@ -183,6 +184,32 @@ int cli_open_client(const char *cmd, const char *data_dir, firth_client **out)
     return cli_open_client_config(cmd, data_dir, NULL, out);
 }
 
+/* Opens scheme + where ("file:" DIR or "firth://" HOST:PORT) with the configuration in cfg
+ * (may be NULL). An FR_EINVAL from the client is a usage error of option usage_opt when it
+ * is given (the address was malformed), else every failure is printed as it is. */
+static int cli_open_url(const char *cmd, const char *scheme, const char *where,
+                        const cli_config *cfg, const char *usage_opt, firth_client **out)
+{
+    size_t n = strlen(scheme) + strlen(where) + 1;
+    char *target = fr_malloc(n);
+    if (!target) {
+        cli_error("out of memory");
+        return CLI_EXIT_FAILED;
+    }
+    snprintf(target, n, "%s%s", scheme, where);
+    firth_error ferr = {0};
+    int rc = cfg ? firth_open_opts(target, cfg->keys, cfg->values, cfg->n, out, &ferr)
+                 : firth_open(target, out, &ferr);
+    fr_free(target);
+    if (rc < 0) {
+        if (rc == FIRTH_EINVAL && usage_opt)
+            return cli_usage_error(cmd, "%s: %s", usage_opt, ferr.msg);
+        cli_error("%s", ferr.msg);
+        return CLI_EXIT_FAILED;
+    }
+    return 0;
+}
+
 int cli_open_client_config(const char *cmd, const char *data_dir, const cli_config *cfg,
                            firth_client **out)
 {
@@ -190,22 +217,7 @@ int cli_open_client_config(const char *cmd, const char *data_dir, const cli_conf
         return cli_usage_error(cmd, "--data-dir DIR is required (the directory of the "
                                     "embedded engine's data; created when missing)");
     /* The "file:" prefix keeps a directory whose name looks like a URL local. */
-    size_t n = strlen(data_dir) + sizeof "file:";
-    char *target = fr_malloc(n);
-    if (!target) {
-        cli_error("out of memory");
-        return CLI_EXIT_FAILED;
-    }
-    snprintf(target, n, "file:%s", data_dir);
-    firth_error ferr = {0};
-    int rc = cfg ? firth_open_opts(target, cfg->keys, cfg->values, cfg->n, out, &ferr)
-                 : firth_open(target, out, &ferr);
-    fr_free(target);
-    if (rc < 0) {
-        cli_error("%s", ferr.msg);
-        return CLI_EXIT_FAILED;
-    }
-    return 0;
+    return cli_open_url(cmd, "file:", data_dir, cfg, NULL, out);
 }
 
 int cli_open_target(const char *cmd, const char *data_dir, const char *connect,
@@ -225,22 +237,7 @@ int cli_open_target(const char *cmd, const char *data_dir, const char *connect,
     if (!*connect || strstr(connect, "://"))
         return cli_usage_error(cmd, "--connect takes HOST:PORT (e.g. 127.0.0.1:9123), not '%s'",
                                connect);
-    size_t n = strlen(connect) + sizeof "firth://";
-    char *target = fr_malloc(n);
-    if (!target) {
-        cli_error("out of memory");
-        return CLI_EXIT_FAILED;
-    }
-    snprintf(target, n, "firth://%s", connect);
-    firth_error ferr = {0};
-    int rc = firth_open(target, out, &ferr);
-    fr_free(target);
-    if (rc < 0) {
-        if (rc == FIRTH_EINVAL) return cli_usage_error(cmd, "--connect: %s", ferr.msg);
-        cli_error("%s", ferr.msg);
-        return CLI_EXIT_FAILED;
-    }
-    return 0;
+    return cli_open_url(cmd, "firth://", connect, NULL, "--connect", out);
 }
 
 int cli_table_schema(firth_client *c, const char *table, fr_schema **out, fr_error *err)

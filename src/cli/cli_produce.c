@@ -529,11 +529,7 @@ int cli_produce_main(int argc, char **argv)
     };
     int rc = cli_parse_opts_config("produce", argc, argv, opts, sizeof opts / sizeof opts[0],
                                    &cfg, &help);
-    if (rc) return rc;
-    if (help) {
-        cli_help_print(stdout, "produce");
-        return CLI_EXIT_OK;
-    }
+    if (rc || help) return rc;
     cli_format format = CLI_FORMAT_JSON;
     unsigned allowed = 1u << CLI_FORMAT_JSON | 1u << CLI_FORMAT_CSV | 1u << CLI_FORMAT_ARROW;
     if (format_text && (rc = cli_format_parse("produce", format_text, allowed, &format)))

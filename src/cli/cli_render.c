@@ -180,12 +180,12 @@ int cli_render_json(const fr_value *v, fr_buf *out, fr_error *err)
     if (v->is_null) return fr_buf_append(out, "null", 4, err);
     switch (v->type.id) {
     case FR_T_BOOLEAN:
-        return v->v.b ? fr_buf_append(out, "true", 4, err) : fr_buf_append(out, "false", 5, err);
     case FR_T_TINYINT:
     case FR_T_SMALLINT:
     case FR_T_INT:
     case FR_T_BIGINT:
-        return fr_buf_printf(out, err, "%lld", (long long)v->v.i);
+        /* The text form of booleans ("true", "false") and integers is valid JSON. */
+        return fr_value_format(v, out, err);
     case FR_T_FLOAT:
         return cli_json_double(v->v.f, true, out, err);
     case FR_T_DOUBLE:

@@ -316,11 +316,7 @@ int cli_sql_main(int argc, char **argv)
     };
     int rc = cli_parse_opts_config("sql", argc, argv, opts, sizeof opts / sizeof opts[0], &cfg,
                                    &help);
-    if (rc) return rc;
-    if (help) {
-        cli_help_print(stdout, "sql");
-        return CLI_EXIT_OK;
-    }
+    if (rc || help) return rc;
     sql_state st = {.format = CLI_FORMAT_TABLE};
     unsigned allowed = 1u << CLI_FORMAT_TABLE | 1u << CLI_FORMAT_CSV | 1u << CLI_FORMAT_JSON;
     if (format_text && (rc = cli_format_parse("sql", format_text, allowed, &st.format)))

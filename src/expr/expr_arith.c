@@ -207,13 +207,33 @@ static int ex_arith_decimal(const fr_expr *e, ex_vec *a, ex_vec *b, const uint64
     return 0;
 }
 
+/* The result when an operand is the NULL constant: NULL in all n rows. */
+static void ex_null_result(const fr_expr *e, int64_t n, ex_vec *out)
+{
+    fr_value nv = fr_value_null(e->type);
+    ex_vec_const(out, &nv, &e->type, n);
+}
+
+/* Ends a result computed over `rows` rows: computed once from constant operands (rows is 1,
+ * n is not), it becomes a constant of n rows; otherwise it is sealed as it is. */
+static void ex_arith_finish(const fr_expr *e, int64_t rows, int64_t n, ex_vec *out)
+{
+    if (rows != n) {
+        fr_value c;
+        ex_vec_get(out, 0, &c);
+        ex_vec_free(out);
+        ex_vec_const(out, &c, &e->type, n);
+        return;
+    }
+    ex_vec_seal(out);
+}
+
 int ex_arith(const fr_expr *e, ex_vec *a, ex_vec *b, const uint64_t *mask, ex_vec *out,
              fr_error *err)
 {
     int64_t n = a->n;
     if ((a->is_const && a->null_count > 0) || (b->is_const && b->null_count > 0)) {
-        fr_value nv = fr_value_null(e->type);
-        ex_vec_const(out, &nv, &e->type, n);
+        ex_null_result(e, n, out);
         return 0;
     }
     /* Two constants: compute the one row once, as a constant. */
@@ -235,14 +255,7 @@ int ex_arith(const fr_expr *e, ex_vec *a, ex_vec *b, const uint64_t *mask, ex_ve
     case EX_P_I128: FR_GOTO(ex_arith_decimal(e, a, b, m, out, err)); break;
     default: assert(!"arithmetic result of an unexpected type");
     }
-    if (rows != n) {
-        fr_value c;
-        ex_vec_get(out, 0, &c);
-        ex_vec_free(out);
-        ex_vec_const(out, &c, &e->type, n);
-        return 0;
-    }
-    ex_vec_seal(out);
+    ex_arith_finish(e, rows, n, out);
     return 0;
 fail:
     ex_vec_free(out);
@@ -253,8 +266,7 @@ int ex_negate(const fr_expr *e, ex_vec *a, const uint64_t *mask, ex_vec *out, fr
 {
     int64_t n = a->n;
     if (a->is_const && a->null_count > 0) {
-        fr_value nv = fr_value_null(e->type);
-        ex_vec_const(out, &nv, &e->type, n);
+        ex_null_result(e, n, out);
         return 0;
     }
     if (ex_phys_of(e->type.id) == EX_P_F64) {
@@ -294,13 +306,6 @@ int ex_negate(const fr_expr *e, ex_vec *a, const uint64_t *mask, ex_vec *out, fr
         ex_vec_free(out);
         return ex_overflow(e, "BIGINT", err);
     }
-    if (rows != n) {
-        fr_value c;
-        ex_vec_get(out, 0, &c);
-        ex_vec_free(out);
-        ex_vec_const(out, &c, &e->type, n);
-        return 0;
-    }
-    ex_vec_seal(out);
+    ex_arith_finish(e, rows, n, out);
     return 0;
 }

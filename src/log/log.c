@@ -211,10 +211,10 @@ static int write_all(int fd, const uint8_t *p, size_t n, int64_t at)
     return 0;
 }
 
-static int push_segment_locked(fr_log *log, log_segment *seg, fr_error *err)
+int log_push_segment(fr_log *log, log_segment *seg, fr_error *err)
 {
     if (log->nsegs == log->segs_cap) {
-        int ncap = log->segs_cap * 2;
+        int ncap = log->segs_cap ? log->segs_cap * 2 : 16;
         log_segment **p = fr_realloc(log->segs, (size_t)ncap * sizeof *p);
         if (!p) return fr_fail(err, FR_ENOMEM, "log %s: out of memory", log->name);
         log->segs = p;
@@ -245,7 +245,7 @@ static int roll(fr_log *log, fr_error *err)
     log_segment *seg;
     FR_TRY(log_segment_create(log, log->next_offset, &seg, err));
     pthread_mutex_lock(&log->mu);
-    rc = push_segment_locked(log, seg, err);
+    rc = log_push_segment(log, seg, err);
     if (rc == 0 && log->next_offset > log->durable_offset) {
         log->durable_offset = log->next_offset;
         if (log->opts.flush == FR_FLUSH_EVERY_APPEND) log->visible_offset = log->durable_offset;

@@ -125,6 +125,11 @@ struct fr_log {
     size_t nwriters, writers_cap;
 };
 
+/* log.c */
+/* Appends seg (taken on success) to log->segs, growing the array. mu held, or the log not
+ * shared yet (recovery at open). Errors: FR_ENOMEM, and seg stays the caller's. */
+int log_push_segment(fr_log *log, log_segment *seg, fr_error *err);
+
 /* log_segment.c */
 int log_segment_create(fr_log *log, int64_t base, log_segment **out, fr_error *err);
 int log_segment_open(fr_log *log, int64_t base, log_segment **out, fr_error *err);

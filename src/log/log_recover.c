@@ -248,19 +248,6 @@ static int list_segments(fr_log *log, int64_t **bases, int *n, fr_error *err)
     return rc;
 }
 
-static int push_segment(fr_log *log, log_segment *seg, fr_error *err)
-{
-    if (log->nsegs == log->segs_cap) {
-        int ncap = log->segs_cap ? log->segs_cap * 2 : 16;
-        log_segment **p = fr_realloc(log->segs, (size_t)ncap * sizeof *p);
-        if (!p) return fr_fail(err, FR_ENOMEM, "log %s: out of memory", log->name);
-        log->segs = p;
-        log->segs_cap = ncap;
-    }
-    log->segs[log->nsegs++] = seg;
-    return FR_OK;
-}
-
 static int open_segments(fr_log *log, fr_error *err)
 {
     int64_t *bases;
@@ -271,7 +258,7 @@ static int open_segments(fr_log *log, fr_error *err)
         log_segment *seg;
         rc = log_segment_open(log, bases[i], &seg, err);
         if (rc == FR_OK) {
-            rc = push_segment(log, seg, err);
+            rc = log_push_segment(log, seg, err);
             if (rc < 0) log_segment_unref_locked(seg);
         }
     }
@@ -302,7 +289,7 @@ int log_recover(fr_log *log, fr_error *err)
     if (log->nsegs == 0) {
         log_segment *seg;
         FR_TRY(log_segment_create(log, 0, &seg, err));
-        int rc = push_segment(log, seg, err);
+        int rc = log_push_segment(log, seg, err);
         if (rc < 0) {
             log_segment_unref_locked(seg);
             return rc;

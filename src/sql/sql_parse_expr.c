@@ -579,6 +579,10 @@ static bool fold_negation(fr_expr *e)
 
 /* ---- the grammar ----------------------------------------------------------------------- */
 
+/* One level of the grammar: parses an expression of that level or above into *out, its
+ * depth (the longest path from it to a leaf) in *d. */
+typedef int (*p_level_fn)(sql_parser *P, fr_expr **out, int *d);
+
 static int p_expr_d(sql_parser *P, fr_expr **out, int *d);
 static int p_not(sql_parser *P, fr_expr **out, int *d);
 static int p_concat(sql_parser *P, fr_expr **out, int *d);
@@ -697,78 +701,97 @@ static int p_primary(sql_parser *P, fr_expr **out, int *d)
     }
 }
 
-static int p_unary(sql_parser *P, fr_expr **out, int *d)
+/* A prefix operator at the current token: its operand is parsed with `operand` one level
+ * deeper and wrapped in a unary node of op, unless op is FR_OP_NONE (a unary plus) or the
+ * operand is a numeric literal that takes the minus itself. */
+static int p_prefix(sql_parser *P, fr_expr_op op, p_level_fn operand, fr_expr **out, int *d)
 {
     sql_pos pos = P->cur.pos;
-    if (P->cur.kind == SQL_T_PLUS || P->cur.kind == SQL_T_MINUS) {
-        bool minus = P->cur.kind == SQL_T_MINUS;
-        sql_p_advance(P);
-        FR_TRY(enter(P));
-        fr_expr *arg;
-        int rc = p_unary(P, &arg, d);
-        P->depth--;
-        if (rc < 0) return rc;
-        if (!minus || fold_negation(arg)) {
-            *out = arg;
-            return 0;
-        }
-        fr_expr *e = new_node(P, FR_EX_UNARY, FR_OP_NEG, 1, pos);
-        if (!e) return P->rc;
-        e->args[0] = arg;
-        *out = e;
-        *d += 1;
-        return check_depth(P, *d, pos);
+    sql_p_advance(P);
+    FR_TRY(enter(P));
+    fr_expr *arg;
+    int rc = operand(P, &arg, d);
+    P->depth--;
+    if (rc < 0) return rc;
+    if (op == FR_OP_NONE || (op == FR_OP_NEG && fold_negation(arg))) {
+        *out = arg;
+        return 0;
     }
+    fr_expr *e = new_node(P, FR_EX_UNARY, op, 1, pos);
+    if (!e) return P->rc;
+    e->args[0] = arg;
+    *out = e;
+    *d += 1;
+    return check_depth(P, *d, pos);
+}
+
+static int p_unary(sql_parser *P, fr_expr **out, int *d)
+{
+    if (P->cur.kind == SQL_T_PLUS) return p_prefix(P, FR_OP_NONE, p_unary, out, d);
+    if (P->cur.kind == SQL_T_MINUS) return p_prefix(P, FR_OP_NEG, p_unary, out, d);
     return p_primary(P, out, d);
+}
+
+/* The binary operator op at the current token and its right operand (parsed with operand),
+ * joined to the left operand *l into a new *l. */
+static int p_binary_rhs(sql_parser *P, fr_expr_op op, p_level_fn operand, fr_expr **l, int *dl)
+{
+    sql_pos pos = P->cur.pos;
+    sql_p_advance(P);
+    fr_expr *r;
+    int dr;
+    FR_TRY(operand(P, &r, &dr));
+    return make_binary(P, op, pos, l, dl, r, dr);
+}
+
+/* One left-associative level: operands parsed with `operand`, joined by the operators that
+ * op_of maps tokens to (FR_OP_NONE ends the level). */
+static int p_left_assoc(sql_parser *P, fr_expr_op (*op_of)(sql_tok_kind), p_level_fn operand,
+                        fr_expr **out, int *d)
+{
+    FR_TRY(operand(P, out, d));
+    for (fr_expr_op op; (op = op_of(P->cur.kind)) != FR_OP_NONE;)
+        FR_TRY(p_binary_rhs(P, op, operand, out, d));
+    return 0;
+}
+
+static fr_expr_op mul_op(sql_tok_kind k)
+{
+    switch (k) {
+    case SQL_T_STAR: return FR_OP_MUL;
+    case SQL_T_SLASH: return FR_OP_DIV;
+    case SQL_T_PERCENT: return FR_OP_MOD;
+    default: return FR_OP_NONE;
+    }
+}
+
+static fr_expr_op add_op(sql_tok_kind k)
+{
+    switch (k) {
+    case SQL_T_PLUS: return FR_OP_ADD;
+    case SQL_T_MINUS: return FR_OP_SUB;
+    default: return FR_OP_NONE;
+    }
+}
+
+static fr_expr_op concat_op(sql_tok_kind k)
+{
+    return k == SQL_T_CONCAT ? FR_OP_CONCAT : FR_OP_NONE;
 }
 
 static int p_mul(sql_parser *P, fr_expr **out, int *d)
 {
-    FR_TRY(p_unary(P, out, d));
-    for (;;) {
-        fr_expr_op op = P->cur.kind == SQL_T_STAR      ? FR_OP_MUL
-                        : P->cur.kind == SQL_T_SLASH   ? FR_OP_DIV
-                        : P->cur.kind == SQL_T_PERCENT ? FR_OP_MOD
-                                                       : FR_OP_NONE;
-        if (op == FR_OP_NONE) return 0;
-        sql_pos pos = P->cur.pos;
-        sql_p_advance(P);
-        fr_expr *r;
-        int dr;
-        FR_TRY(p_unary(P, &r, &dr));
-        FR_TRY(make_binary(P, op, pos, out, d, r, dr));
-    }
+    return p_left_assoc(P, mul_op, p_unary, out, d);
 }
 
 static int p_add(sql_parser *P, fr_expr **out, int *d)
 {
-    FR_TRY(p_mul(P, out, d));
-    for (;;) {
-        fr_expr_op op = P->cur.kind == SQL_T_PLUS    ? FR_OP_ADD
-                        : P->cur.kind == SQL_T_MINUS ? FR_OP_SUB
-                                                     : FR_OP_NONE;
-        if (op == FR_OP_NONE) return 0;
-        sql_pos pos = P->cur.pos;
-        sql_p_advance(P);
-        fr_expr *r;
-        int dr;
-        FR_TRY(p_mul(P, &r, &dr));
-        FR_TRY(make_binary(P, op, pos, out, d, r, dr));
-    }
+    return p_left_assoc(P, add_op, p_mul, out, d);
 }
 
 static int p_concat(sql_parser *P, fr_expr **out, int *d)
 {
-    FR_TRY(p_add(P, out, d));
-    while (P->cur.kind == SQL_T_CONCAT) {
-        sql_pos pos = P->cur.pos;
-        sql_p_advance(P);
-        fr_expr *r;
-        int dr;
-        FR_TRY(p_add(P, &r, &dr));
-        FR_TRY(make_binary(P, FR_OP_CONCAT, pos, out, d, r, dr));
-    }
-    return 0;
+    return p_left_assoc(P, concat_op, p_add, out, d);
 }
 
 static fr_expr_op compare_op(sql_tok_kind k)
@@ -864,11 +887,7 @@ static int p_pred(sql_parser *P, fr_expr **out, int *d)
         sql_pos pos = P->cur.pos;
         fr_expr_op op = compare_op(P->cur.kind);
         if (op != FR_OP_NONE) {
-            sql_p_advance(P);
-            fr_expr *r;
-            int dr;
-            FR_TRY(p_concat(P, &r, &dr));
-            FR_TRY(make_binary(P, op, pos, out, d, r, dr));
+            FR_TRY(p_binary_rhs(P, op, p_concat, out, d));
         } else if (sql_tok_is(&P->cur, "IS")) {
             sql_p_advance(P);
             bool negated = sql_p_accept(P, "NOT");
@@ -891,19 +910,7 @@ static int p_pred(sql_parser *P, fr_expr **out, int *d)
 static int p_not(sql_parser *P, fr_expr **out, int *d)
 {
     if (!sql_tok_is(&P->cur, "NOT")) return p_pred(P, out, d);
-    sql_pos pos = P->cur.pos;
-    sql_p_advance(P);
-    FR_TRY(enter(P));
-    fr_expr *arg;
-    int rc = p_not(P, &arg, d);
-    P->depth--;
-    if (rc < 0) return rc;
-    fr_expr *e = new_node(P, FR_EX_UNARY, FR_OP_NOT, 1, pos);
-    if (!e) return P->rc;
-    e->args[0] = arg;
-    *out = e;
-    *d += 1;
-    return check_depth(P, *d, pos);
+    return p_prefix(P, FR_OP_NOT, p_not, out, d);
 }
 
 /* Operands of a chain of one associative operator, built into a balanced tree. */
@@ -955,8 +962,6 @@ static int chain_build(sql_parser *P, const chain *c, fr_expr_op op, int lo, int
     FR_TRY(chain_build(P, c, op, mid, hi, &r, &dr));
     return make_binary(P, op, c->ops[mid - 1], out, d, r, dr);
 }
-
-typedef int (*p_level_fn)(sql_parser *P, fr_expr **out, int *d);
 
 static int p_chain(sql_parser *P, const char *word, fr_expr_op op, p_level_fn next,
                    fr_expr **out, int *d)
