@@ -623,7 +623,14 @@ static int call_once(fr_cnet *n, fr_rpc_api api, const ProtobufCMessage *req, in
                             n->o.port);
         if (rc < 0 && same) shutdown(fd, SHUT_RDWR);
         pthread_mutex_unlock(&n->send_mu);
-        if (rc < 0) st->retriable = true;
+        if (rc < 0) {
+            /* Say so at once: a retry must not find the connection still marked up before
+             * the reader thread has seen it end. */
+            fr_error why = {0};
+            if (err) why = *err;
+            if (same) lost(n, call.gen, &why);
+            st->retriable = true;
+        }
     }
     fr_buf_free(&out);
     if (rc == 0) {
