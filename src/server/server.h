@@ -48,6 +48,7 @@ typedef struct fr_server_options {
     char *auth_users;              /* server.auth.users: "name:password,..." or NULL */
     int node_id;                   /* server.node.id */
     fr_log_level log_level;        /* log.level */
+    bool log_level_given;          /* else the process's level (FIRTH_LOG_LEVEL, or info) */
     fr_engine_options engine;      /* log.flush... (engine.data_dir is set from data_dir) */
 } fr_server_options;
 

@@ -324,7 +324,7 @@ int fr_server_start(const fr_server_options *o, fr_server **out, fr_error *err)
     atomic_init(&s->appended, false);
     atomic_init(&s->parked_count, 0);
     s->watcher = (fr_log_watcher){srv_on_append, s};
-    fr_log_set_level(s->opts.log_level);
+    if (s->opts.log_level_given) fr_log_set_level(s->opts.log_level);
     signal(SIGPIPE, SIG_IGN);
     raise_fd_limit(s->opts.connections_max);
     int e = uv_loop_init(&s->loop);

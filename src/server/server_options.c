@@ -283,6 +283,7 @@ static int set_log_level(fr_server_options *o, const char *key, const char *valu
 {
     FR_CHECK(fr_log_level_parse(value, &o->log_level) == FR_OK, FR_EINVAL, err,
              "%s: '%s' is not a level; use debug, info, warn, error or off", key, value);
+    o->log_level_given = true;
     return FR_OK;
 }
 

@@ -22,6 +22,7 @@ static void test_defaults(void **state)
     assert_false(o.auth_required);
     assert_null(o.auth_users);
     assert_int_equal(o.log_level, FR_LOG_INFO);
+    assert_false(o.log_level_given);
     assert_int_equal(o.engine.flush, FR_FLUSH_EVERY_APPEND);
     fr_server_options_free(&o);
 }
@@ -78,6 +79,7 @@ static void test_set_keys(void **state)
     assert_string_equal(o.auth_users, "a:b,c:d:e");
     assert_int_equal(o.node_id, 7);
     assert_int_equal(o.log_level, FR_LOG_WARN);
+    assert_true(o.log_level_given);
     assert_int_equal(o.engine.flush, FR_FLUSH_INTERVAL);
     assert_int_equal(o.engine.flush_interval_ms, 250);
     KIT_CHECK(fr_server_options_set(&o, "server.http.listen", "off", &err), err);
