@@ -39,6 +39,7 @@ typedef struct wpiece {
     uint8_t *ops;         /* owned; NULL: all upserts (or appends) */
     wcall *call;
     int64_t bytes;
+    int64_t queued_ns;    /* when it was queued, for linger_ms */
 } wpiece;
 
 typedef struct wunit {
@@ -354,6 +355,27 @@ static bool unit_ready(const firth_writer *w, const wunit *u, int64_t now)
            now - u->oldest_ns >= w->o.linger_ms * 1000000;
 }
 
+/* Moves the unit's next batch from its queue to in flight (mu held): the pieces from the
+ * head up to batch_bytes (at least one). Bounding the batch keeps the client's joining and
+ * encoding, the transfer and the server's write of successive batches overlapping; a writer
+ * whose queue outgrew batch_bytes while a batch was in flight would otherwise send the whole
+ * buffer (up to buffer_bytes) as one record batch. */
+static void take_batch(firth_writer *w, wunit *u)
+{
+    wpiece *last = u->head;
+    int64_t bytes = last->bytes;
+    while (last->next && bytes + last->next->bytes <= w->o.batch_bytes) {
+        last = last->next;
+        bytes += last->bytes;
+    }
+    u->sending = u->head;
+    u->head = last->next;
+    last->next = NULL;
+    if (!u->head) u->tail = NULL;
+    else u->oldest_ns = u->head->queued_ns;
+    u->bytes -= bytes;
+}
+
 static void *writer_main(void *arg)
 {
     firth_writer *w = arg;
@@ -378,9 +400,7 @@ static void *writer_main(void *arg)
         for (int i = 0; sends && i < w->nunits; i++) {
             wunit *u = &w->units[i];
             if (!unit_ready(w, u, now)) continue;
-            u->sending = u->head;
-            u->head = u->tail = NULL;
-            u->bytes = 0;
+            take_batch(w, u);
             sends[n++] = (wsend){.unit = i, .seq = u->next_seq};
         }
         pthread_mutex_unlock(&w->mu);
@@ -647,6 +667,7 @@ static int writer_put(firth_writer *w, const fr_batch *b, const uint8_t *ops, ui
         wpiece *p = r.pieces[i];
         r.pieces[i] = NULL;
         p->call = call;
+        p->queued_ns = now;
         if (!u->head) u->oldest_ns = now;
         if (u->tail) u->tail->next = p;
         else u->head = p;

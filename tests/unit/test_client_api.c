@@ -392,6 +392,56 @@ static void test_writer_log(void **state)
     free(s.count);
 }
 
+/* Counts the record batches of a scan, the most rows in one, and checks the ids run
+ * 0, 1, 2, ... in order. */
+typedef struct batch_sizes {
+    int batches;
+    int64_t max_rows, rows;
+    bool order_ok;
+} batch_sizes;
+
+static int batch_sizes_fn(void *ctx, int bucket, firth_batch *batch, const int64_t *offsets)
+{
+    (void)bucket, (void)offsets;
+    batch_sizes *z = ctx;
+    int64_t n = firth_batch_num_rows(batch);
+    z->batches++;
+    if (n > z->max_rows) z->max_rows = n;
+    for (int64_t r = 0; r < n; r++)
+        if (cell_i64(batch, 0, r) != z->rows++) z->order_ok = false;
+    firth_batch_free(batch);
+    return 0;
+}
+
+/* A writer sends at most batch_bytes of rows per batch (one call's rows when they alone are
+ * more): the calls that queue up while a batch is in flight go as several bounded batches,
+ * in call order, not as the whole queue at once. */
+static void test_writer_batch_bound(void **state)
+{
+    (void)state;
+    create_table("bounded", NULL, "1");
+    firth_error err = {0};
+    firth_writer_options o;
+    firth_writer_options_init(&o);
+    o.linger_ms = 60000; /* only size and flush send */
+    o.batch_bytes = 1;   /* every call's rows are more than a batch: one call per batch */
+    firth_writer *w = NULL;
+    OK(firth_writer_open(client, "bounded", &o, &w, &err), err);
+    for (int i = 0; i < 20; i++) {
+        firth_batch *b = range_of(i * 40, 40);
+        OK(firth_writer_append(w, b, NULL, &err), err);
+        firth_batch_free(b);
+    }
+    OK(firth_writer_flush(w, &err), err);
+    OK(firth_writer_close(w, &err), err);
+    batch_sizes z = {.order_ok = true};
+    OK(firth_scan(client, "bounded", NULL, batch_sizes_fn, &z, &err), err);
+    assert_int_equal(z.rows, 800);
+    assert_true(z.order_ok);
+    assert_int_equal(z.max_rows, 40);
+    assert_int_equal(z.batches, 20);
+}
+
 /* A batch of the wrong shape fails at once, and a writer acknowledges nothing for it. */
 static void test_writer_errors(void **state)
 {
@@ -789,6 +839,7 @@ static void test_idempotent_produce(void **state)
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_admin, setup, teardown),
     cmocka_unit_test_setup_teardown(test_writer_log, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_writer_batch_bound, setup, teardown),
     cmocka_unit_test_setup_teardown(test_writer_errors, setup, teardown),
     cmocka_unit_test_setup_teardown(test_scanner, setup, teardown),
     cmocka_unit_test_setup_teardown(test_pk_writer_lookup, setup, teardown),
