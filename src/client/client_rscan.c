@@ -163,6 +163,11 @@ int fr_rfetch_decode(const fr_rfetch *f, const fr_ctable *t, const uint8_t *p, s
                  "table %s: a batch at offset %lld was written with schema %d; this client "
                  "reads schema %d (open the table again)", t->qname, (long long)v.base_offset,
                  (int)v.schema_id, (int)fr_schema_id(t->schema));
+        /* The base offset is outside the CRC: check it before any arithmetic on it. */
+        FR_CHECK(v.base_offset >= 0 && v.record_count >= 0 &&
+                     v.base_offset <= INT64_MAX - v.record_count, FR_ECORRUPT, err,
+                 "table %s: a fetched batch has base offset %lld and %d records", t->qname,
+                 (long long)v.base_offset, (int)v.record_count);
         if (v.base_offset + v.record_count > from_offset) {
             fr_batch *b = NULL;
             size_t used = 0;
