@@ -403,6 +403,16 @@ static int send_lookup(firth_lookuper *l, const kroute *k, kunit *u, int n, bool
             rc = fr_fail(err, FR_ECORRUPT, "a lookup answer of %zu flags for %lld keys", nflags,
                          (long long)u[i].n);
         else rc = decode_rows(l, rows->data, rows->len, &u[i].found, err);
+        /* The flags or counts must account for the rows exactly. */
+        int64_t want = 0;
+        for (int64_t q = 0; rc == 0 && q < u[i].n; q++) {
+            int64_t one = prefix ? u[i].counts[q] : u[i].hit[q];
+            if (one < 0) want = -1;
+            if (want >= 0) want += one;
+        }
+        if (rc == 0 && want != u[i].found.rows)
+            rc = fr_fail(err, FR_ECORRUPT, "a lookup answer with %lld rows for %lld found",
+                         (long long)u[i].found.rows, (long long)want);
     }
     if (rc == 0 && m) {
         size_t got = prefix ? ((const Firth__PrefixLookupResponse *)m)->n_buckets
