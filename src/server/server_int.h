@@ -231,6 +231,8 @@ int srv_send_part(srv_job *j, fr_error *err);
 
 /* Worker side of a job: runs it and hands it back (a srv_pool task). */
 void srv_job_task(void *arg);
+/* The pool a job runs on: execute_sql has its own. */
+srv_pool *srv_pool_of(fr_server *s, const srv_job *j);
 /* Tells the worker waiting in srv_send_part that its part was written (or not). */
 void srv_part_notify(srv_job *j, bool failed);
 /* Tears the server down once it is stopping and nothing is left in flight (loop). */
@@ -270,6 +272,8 @@ void srv_conn_close(srv_conn *c);
 void srv_conn_maybe_finish(srv_conn *c);
 void srv_conn_unref(srv_conn *c);
 void srv_conn_set_principal(srv_conn *c, const char *principal);
+/* "127.0.0.1:51234": fixed once accepted, so workers may read it. */
+const char *srv_conn_peer(const srv_conn *c);
 /* The metrics slot of an api key (unknown keys share the last). */
 int srv_api_slot(int api);
 
@@ -277,16 +281,13 @@ int srv_api_slot(int api);
 
 void srv_park(fr_server *s, srv_job *j);
 void srv_unpark(fr_server *s, srv_job *j);
-/* The pool a job runs on. */
-srv_pool *srv_pool_of(fr_server *s, const srv_job *j);
 /* Hands a job to the workers again. */
 void srv_resubmit(fr_server *s, srv_job *j);
 /* Runs again the parked fetches whose buckets grew, or all of them (answering at once). */
 void srv_wake_parked(fr_server *s, bool all);
 /* The logs' watcher: wakes the loop after an append while fetches are parked. */
 void srv_on_append(void *ctx, fr_log *log, int64_t end_offset);
-/* "127.0.0.1:51234": fixed once accepted, so workers may read it. */
-const char *srv_conn_peer(const srv_conn *c);
+/* ---- addresses and buckets ---------------------------------------------------------------- */
 
 /* Listener addresses: "host:port" resolved (names through the system's resolver) and a
  * socket address formatted back ("127.0.0.1:9123", "[::1]:9123"). */
