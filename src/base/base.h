@@ -148,6 +148,10 @@ typedef enum { FR_LOG_DEBUG, FR_LOG_INFO, FR_LOG_WARN, FR_LOG_ERROR, FR_LOG_OFF 
  * Thread: any. */
 void fr_logmsg(fr_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void fr_log_set_level(fr_log_level level);
+/* The level used until fr_log_set_level is called when FIRTH_LOG_LEVEL does not name one
+ * (INFO unless this is called). The level is decided at the first line logged, so a
+ * program calls this before it logs anything. */
+void fr_log_set_default_level(fr_log_level level);
 /* Parses "debug", "info", "warn", "error", "off". */
 int fr_log_level_parse(const char *s, fr_log_level *out);
 #define FR_DEBUG(...) fr_logmsg(FR_LOG_DEBUG, __VA_ARGS__)

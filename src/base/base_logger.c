@@ -2,7 +2,8 @@
  *
  * Each line is formatted into a stack buffer and written with one write(2), so lines from
  * several threads never interleave. The level is an atomic; until fr_log_set_level is
- * called it comes from the environment variable FIRTH_LOG_LEVEL (read once), else INFO.
+ * called it comes from the environment variable FIRTH_LOG_LEVEL (read once, at the first
+ * line logged), else the default level (INFO, or what fr_log_set_default_level chose).
  * Lines longer than the buffer are cut and end in "...". No allocation happens here, so
  * logging works while allocation failures are being injected. */
 #include "base/base.h"
@@ -19,13 +20,15 @@
 #define FR_LOG_LINE_BYTES_MAX 4096
 
 static _Atomic int fr_log_level_cur = -1; /* -1: not decided yet */
+static _Atomic int fr_log_level_default = FR_LOG_INFO;
 static pthread_once_t fr_log_env_once = PTHREAD_ONCE_INIT;
 
 static void fr_log_read_env(void)
 {
-    fr_log_level lvl = FR_LOG_INFO;
+    fr_log_level dflt = (fr_log_level)atomic_load(&fr_log_level_default);
+    fr_log_level lvl = dflt;
     const char *env = getenv("FIRTH_LOG_LEVEL");
-    if (env && *env && fr_log_level_parse(env, &lvl) < 0) lvl = FR_LOG_INFO;
+    if (env && *env && fr_log_level_parse(env, &lvl) < 0) lvl = dflt;
     int unset = -1;
     atomic_compare_exchange_strong(&fr_log_level_cur, &unset, (int)lvl);
 }
@@ -33,6 +36,11 @@ static void fr_log_read_env(void)
 void fr_log_set_level(fr_log_level level)
 {
     atomic_store(&fr_log_level_cur, (int)level);
+}
+
+void fr_log_set_default_level(fr_log_level level)
+{
+    atomic_store(&fr_log_level_default, (int)level);
 }
 
 int fr_log_level_parse(const char *s, fr_log_level *out)

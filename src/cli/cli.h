@@ -60,7 +60,8 @@ typedef struct cli_config {
 
 /* cli_parse_opts for a subcommand that opens a data dir: a long option that is not in opts
  * but is a configuration key goes to *cfg (zeroed by the caller), its value checked at once
- * (a bad value or a missing one is a usage error naming the key). */
+ * (a bad value or a missing one is a usage error naming the key). --log.level LEVEL sets
+ * the logger's level at once (fr_log_set_level), over FIRTH_LOG_LEVEL. */
 int cli_parse_opts_config(const char *cmd, int argc, char **argv, const cli_opt *opts,
                           int nopts, cli_config *cfg, bool *help);
 

@@ -27,6 +27,12 @@
     "                        0: only when the data dir is opened)\n"                           \
     "Durations: 500ms, 30s, 5min, 2h, 7d. Sizes: 64kb, 256mb, 1gb.\n"
 
+/* What sql, produce and consume log, embedded or remote. */
+#define CLI_HELP_LOG_LEVEL                                                                    \
+    "  --log.level LEVEL     what is logged to stderr besides the command's own messages:\n"  \
+    "                        debug, info, warn (default), error or off; FIRTH_LOG_LEVEL in\n" \
+    "                        the environment sets it too, the option wins\n"
+
 static const char CLI_HELP_OVERVIEW[] =
     "firth " FIRTH_VERSION " - lakehouse-native streaming storage: tables you can stream into,\n"
     "read back column by column, and query with SQL. The commands run the storage engine\n"
@@ -81,6 +87,7 @@ static const char CLI_HELP_SQL[] =
     "                          table  aligned columns and a row count (default)\n"
     "                          csv    RFC 4180 with a header line; NULL is an empty field\n"
     "                          json   one JSON object per row and line\n"
+    CLI_HELP_LOG_LEVEL
     "  -h, --help            show this help\n"
     "\n"
     CLI_HELP_CONFIG
@@ -137,6 +144,7 @@ static const char CLI_HELP_PRODUCE[] =
     "  --batch-rows N        records per batch (default 1000, at most 1000000)\n"
     "  -v, --verbose         after each durable batch print to stderr\n"
     "                        'acknowledged lines A-B (N rows)'\n"
+    CLI_HELP_LOG_LEVEL
     "  -h, --help            show this help\n"
     "\n"
     CLI_HELP_CONFIG
@@ -203,6 +211,7 @@ static const char CLI_HELP_CONSUME[] =
     "                        lz4_frame\n"
     "  --with-offsets        add the columns _bucket and _offset (the record's position)\n"
     "                        in front of the others\n"
+    CLI_HELP_LOG_LEVEL
     "  -h, --help            show this help\n"
     "\n"
     CLI_HELP_CONFIG

@@ -10,13 +10,18 @@
 typedef struct cli_command {
     const char *name;
     int (*run)(int argc, char **argv);
+    /* What the command logs to stderr unless FIRTH_LOG_LEVEL or --log.level say otherwise.
+     * sql, produce and consume print their own results and messages, so the engine's INFO
+     * lines (a partition created, a segment rolled) would only clutter them; the server's
+     * log is its record of events and keeps them. */
+    fr_log_level log_level;
 } cli_command;
 
 static const cli_command CLI_COMMANDS[] = {
-    {"sql", cli_sql_main},
-    {"produce", cli_produce_main},
-    {"consume", cli_consume_main},
-    {"server", cli_server_main},
+    {"sql", cli_sql_main, FR_LOG_WARN},
+    {"produce", cli_produce_main, FR_LOG_WARN},
+    {"consume", cli_consume_main, FR_LOG_WARN},
+    {"server", cli_server_main, FR_LOG_INFO},
 };
 
 static const cli_command *cli_command_find(const char *name)
@@ -69,5 +74,6 @@ int main(int argc, char **argv)
         if (cmd[0] == '-') return cli_usage_error(NULL, "unknown option '%s'", cmd);
         return cli_usage_error(NULL, "unknown command '%s'", cmd);
     }
+    fr_log_set_default_level(c->log_level);
     return c->run(argc - 1, argv + 1);
 }

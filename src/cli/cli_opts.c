@@ -4,7 +4,8 @@
  * The parser is table driven and strict: every argument must be a known option of the
  * subcommand, so a typo is a usage error rather than a silently ignored word. Subcommands
  * that open a data dir also take the engine's configuration keys as options
- * ("--log.flush none"), checked by the public API as they are parsed. */
+ * ("--log.flush none"), checked by the public API as they are parsed, and --log.level,
+ * which sets what the command logs to stderr. */
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -115,6 +116,18 @@ static int cli_config_add(const char *cmd, cli_config *cfg, const char *key, con
     return 0;
 }
 
+/* --log.level LEVEL: the logger's level from now on, over FIRTH_LOG_LEVEL and the
+ * command's default. */
+static int cli_log_level_set(const char *cmd, const char *value)
+{
+    fr_log_level level;
+    if (fr_log_level_parse(value, &level) < 0)
+        return cli_usage_error(cmd, "--log.level must be debug, info, warn, error or off, not "
+                                    "'%s'", value);
+    fr_log_set_level(level);
+    return 0;
+}
+
 int cli_parse_opts(const char *cmd, int argc, char **argv, const cli_opt *opts, int nopts,
                    bool *help)
 {
@@ -137,6 +150,13 @@ int cli_parse_opts_config(const char *cmd, int argc, char **argv, const cli_opt 
             const char *eq = strchr(name, '=');
             size_t len = eq ? (size_t)(eq - name) : strlen(name);
             const cli_opt *o = cli_opt_find_long(opts, nopts, name, len);
+            if (!o && cfg && len == strlen("log.level") && memcmp(name, "log.level", len) == 0) {
+                if (!eq && i + 1 >= argc)
+                    return cli_usage_error(cmd, "option '--log.level' needs a value");
+                int rc = cli_log_level_set(cmd, eq ? eq + 1 : argv[++i]);
+                if (rc) return rc;
+                continue;
+            }
             const char *key = !o && cfg ? cli_config_key_of(name, len) : NULL;
             if (key) {
                 if (!eq && i + 1 >= argc)

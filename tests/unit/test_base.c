@@ -587,6 +587,44 @@ static void test_logging_env(void **state)
     }
 }
 
+/* A program's default level stands when FIRTH_LOG_LEVEL names none; the variable wins over
+ * it. Checked in child processes, like the variable itself. */
+static void test_logging_default(void **state)
+{
+    (void)state;
+    const char *levels[] = {NULL, "", "info", "bogus", "off"};
+    const int expect_info_shown[] = {0, 0, 1, 0, 0};
+    const int expect_warn_shown[] = {1, 1, 1, 1, 0};
+    for (int k = 0; k < 5; k++) {
+        int fds[2];
+        assert_int_equal(pipe(fds), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            dup2(fds[1], STDERR_FILENO);
+            close(fds[0]);
+            if (levels[k])
+                setenv("FIRTH_LOG_LEVEL", levels[k], 1);
+            else
+                unsetenv("FIRTH_LOG_LEVEL");
+            execl("/proc/self/exe", "test_base", "--log-child-default", (char *)NULL);
+            _exit(127);
+        }
+        close(fds[1]);
+        char buf[1024];
+        size_t got = 0;
+        ssize_t r;
+        while ((r = read(fds[0], buf + got, sizeof buf - 1 - got)) > 0) got += (size_t)r;
+        buf[got] = '\0';
+        close(fds[0]);
+        int status;
+        waitpid(pid, &status, 0);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        assert_int_equal(strstr(buf, "info-line") != NULL, expect_info_shown[k]);
+        assert_int_equal(strstr(buf, "warn-line") != NULL, expect_warn_shown[k]);
+    }
+}
+
 /* CRC tables are built once even when the first calls race. */
 static void *crc_worker(void *arg)
 {
@@ -863,6 +901,12 @@ int main(int argc, char **argv)
         FR_DEBUG("debug-line");
         return 0;
     }
+    if (argc > 1 && strcmp(argv[1], "--log-child-default") == 0) {
+        fr_log_set_default_level(FR_LOG_WARN);
+        FR_INFO("info-line");
+        FR_WARN("warn-line");
+        return 0;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_error_fail_and_wrap),
         cmocka_unit_test(test_error_errno),
@@ -883,6 +927,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_logging),
         cmocka_unit_test(test_logging_threads),
         cmocka_unit_test(test_logging_env),
+        cmocka_unit_test(test_logging_default),
         cmocka_unit_test(test_crc32c_threads),
         cmocka_unit_test(test_files),
         cmocka_unit_test(test_parse_i64),
