@@ -19,14 +19,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <spawn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 #define AP_CODECS_MAX 3
 #define AP_TARGET_RATIO 0.60
@@ -179,71 +175,6 @@ fail:
     fr_error scratch;
     fr_remove_tree(data_dir, &scratch);
     return rc;
-}
-
-/* Parses dd's last report line, "N bytes (...) copied, S s, R MB/s", into bytes and
- * seconds (more digits than its rounded rate) and keeps the rate as dd printed it. */
-static int ap_parse_dd(const char *text, double *mb_s, char *rate, size_t rate_cap,
-                       fr_error *err)
-{
-    const char *line = strstr(text, " bytes");
-    while (line && line > text && line[-1] != '\n') line--;
-    FR_CHECK(line, FR_EINVAL, err, "cannot find the byte count in dd's report: %.200s", text);
-    char *end;
-    double bytes = strtod(line, &end);
-    const char *copied = strstr(line, "copied, ");
-    FR_CHECK(end != line && copied, FR_EINVAL, err, "cannot parse dd's report: %.200s", text);
-    double secs = strtod(copied + 8, &end);
-    FR_CHECK(end != copied + 8 && secs > 0, FR_EINVAL, err, "cannot parse dd's time: %.200s",
-             copied);
-    *mb_s = bytes / secs / 1e6;
-    const char *r = strstr(end, ", ");
-    snprintf(rate, rate_cap, "%.*s", r ? (int)strcspn(r + 2, "\n") : 0, r ? r + 2 : "");
-    return 0;
-}
-
-/* Runs dd with stderr captured through a pipe; text receives what it printed. */
-static int ap_spawn_dd(char *const argv[], char *text, size_t cap, fr_error *err)
-{
-    int fds[2];
-    if (pipe(fds) != 0) return fr_fail_errno(err, errno, "pipe");
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addclose(&fa, fds[0]);
-    pid_t pid;
-    int src = posix_spawnp(&pid, "dd", &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fds[1]);
-    if (src != 0) {
-        close(fds[0]);
-        return fr_fail_errno(err, src, "cannot run dd");
-    }
-    size_t len = 0;
-    ssize_t n;
-    while ((n = read(fds[0], text + len, cap - 1 - len)) > 0) len += (size_t)n;
-    text[len] = 0;
-    close(fds[0]);
-    int status;
-    waitpid(pid, &status, 0);
-    FR_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, FR_EIO, err, "dd failed: %.200s",
-             text);
-    return 0;
-}
-
-static int ap_run_dd(const ap_config *cfg, double *mb_s, char *rate, size_t rate_cap,
-                     fr_error *err)
-{
-    char file[4096], of[4200], count[32], text[4096];
-    FR_TRY(bk_path(file, sizeof file, cfg->dir, "dd.tmp", err));
-    snprintf(of, sizeof of, "of=%s", file);
-    snprintf(count, sizeof count, "count=%lld", (long long)cfg->mb);
-    char *argv[] = {"dd", "if=/dev/zero", of, "bs=1M", count, "conv=fdatasync", NULL};
-    int rc = ap_spawn_dd(argv, text, sizeof text, err);
-    unlink(file);
-    FR_TRY(rc);
-    return ap_parse_dd(text, mb_s, rate, rate_cap, err);
 }
 
 /* write() of chunk-sized pieces with fdatasync after each, cfg->mb MiB in all. */
@@ -438,7 +369,7 @@ static int ap_run_reps(const ap_config *cfg, fr_batch *const *batches, int64_t b
     for (int rep = 0; rep < cfg->reps; rep++) {
         printf("  rep %d/%lld:", rep + 1, (long long)cfg->reps);
         if (!cfg->skip_disk) {
-            FR_TRY(ap_run_dd(cfg, &dd[rep], dd_rate[rep], sizeof dd_rate[rep], err));
+            FR_TRY(bk_run_dd(cfg->dir, cfg->mb, &dd[rep], dd_rate[rep], sizeof dd_rate[rep], err));
             FR_TRY(ap_run_fsync_chunks(cfg, (size_t)batch_logical, &chunks[rep], err));
             printf(" dd %.1f MB/s, fsync per batch %.1f MB/s", dd[rep], chunks[rep]);
         }

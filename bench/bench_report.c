@@ -22,7 +22,20 @@ static json_t *rp_headline(json_t *doc)
         json_array_foreach(runs, i, run)
             json_object_set(out, json_string_value(json_object_get(run, "compression")),
                             json_object_get(run, "median"));
-    } else if (kind && !strcmp(kind, "projection")) {
+    } else if (kind && !strcmp(kind, "net_produce")) {
+        json_object_set(out, "dd_mb_per_s", json_object_get(json_object_get(doc, "disk"),
+                                                             "dd_mb_per_s_median"));
+        json_array_foreach(runs, i, run)
+            json_object_set_new(out, json_string_value(json_object_get(run, "compression")),
+                                json_pack("{s:O, s:O}", "max",
+                                          json_object_get(json_object_get(run, "max"), "median"),
+                                          "latency", json_object_get(run, "latency")));
+    } else if (kind && !strcmp(kind, "net_pk")) {
+        json_object_set(out, "upserts", json_object_get(doc, "upserts"));
+        json_object_set(out, "lookups", json_object_get(doc, "lookups"));
+    } else if (kind && (!strcmp(kind, "redis_streams") || !strcmp(kind, "postgres"))) {
+        json_object_set(out, "median", json_object_get(doc, "median"));
+    } else if (kind && (!strcmp(kind, "projection") || !strcmp(kind, "net_fetch"))) {
         json_array_foreach(runs, i, run) {
             json_t *rows = json_object(), *p;
             size_t j;
@@ -38,10 +51,12 @@ static json_t *rp_headline(json_t *doc)
 
 static void rp_print_target(json_t *t)
 {
-    printf("  %-4s  %-28s %8.2f  (target >= %.2f)\n    %s\n",
+    const char *better = json_string_value(json_object_get(t, "better"));
+    printf("  %-4s  %-32s %8.2f  (target %s %.2f)\n    %s\n",
            json_string_value(json_object_get(t, "status")),
            json_string_value(json_object_get(t, "name")),
            json_real_value(json_object_get(t, "figure")),
+           better && !strcmp(better, "lower") ? "<=" : ">=",
            json_real_value(json_object_get(t, "target")),
            json_string_value(json_object_get(t, "what")));
 }

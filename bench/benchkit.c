@@ -5,13 +5,19 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+
+extern char **environ;
 
 void bk_rng_seed(bk_rng *r, uint64_t seed)
 {
@@ -79,6 +85,41 @@ int bk_batch_random(fr_builder *bld, int64_t rows, bk_rng *rng, fr_batch **out, 
     for (int64_t r = 0; r < rows; r++)
         for (int c = 0; c < BK_COLUMNS; c++) FR_TRY(bk_append_cell(bld, c, rng, err));
     return fr_builder_finish(bld, out, err);
+}
+
+int bk_distinct_batches(int64_t seed, int64_t batch_rows, fr_batch **out, fr_error *err)
+{
+    fr_schema *schema = NULL;
+    fr_builder *bld = NULL;
+    bk_rng rng;
+    bk_rng_seed(&rng, (uint64_t)seed);
+    int rc;
+    for (int i = 0; i < BK_DISTINCT; i++) out[i] = NULL;
+    FR_GOTO(bk_schema_new(&schema, err));
+    FR_GOTO(fr_builder_new(schema, &bld, err));
+    for (int i = 0; i < BK_DISTINCT; i++)
+        FR_GOTO(bk_batch_random(bld, batch_rows, &rng, &out[i], err));
+fail:
+    if (rc < 0)
+        for (int i = 0; i < BK_DISTINCT; i++) {
+            if (out[i]) fr_batch_free(out[i]);
+            out[i] = NULL;
+        }
+    if (bld) fr_builder_free(bld);
+    if (schema) fr_schema_free(schema);
+    return rc;
+}
+
+int bk_load_batch(fr_batch *const *distinct, int64_t batch_rows, int64_t rows, int64_t i,
+                  fr_batch **out, bool *owned, int64_t *n, fr_error *err)
+{
+    int64_t left = rows - i * batch_rows;
+    *n = left <= 0 ? 0 : left < batch_rows ? left : batch_rows;
+    *owned = false;
+    *out = distinct[i % BK_DISTINCT];
+    if (*n == 0 || *n == batch_rows) return 0;
+    *owned = true;
+    return fr_batch_slice(distinct[i % BK_DISTINCT], 0, *n, out, err);
 }
 
 int64_t bk_batch_logical_bytes(const fr_batch *b, const int *cols, int ncols)
@@ -199,12 +240,17 @@ int bk_arg_i64(const char *name, const char *value, int64_t lo, int64_t hi, int6
     return 0;
 }
 
-const char *bk_verdict(const bk_target *t) { return t->figure >= t->target ? "PASS" : "MISS"; }
+const char *bk_verdict(const bk_target *t)
+{
+    bool pass = t->lower_is_better ? t->figure <= t->target : t->figure >= t->target;
+    return pass ? "PASS" : "MISS";
+}
 
 json_t *bk_target_json(const bk_target *t)
 {
-    return json_pack("{s:s, s:s, s:f, s:f, s:s}", "name", t->name, "what", t->what, "figure",
-                     t->figure, "target", t->target, "status", bk_verdict(t));
+    return json_pack("{s:s, s:s, s:f, s:f, s:s, s:s}", "name", t->name, "what", t->what,
+                     "figure", t->figure, "target", t->target, "better",
+                     t->lower_is_better ? "lower" : "higher", "status", bk_verdict(t));
 }
 
 int bk_json_write(json_t *doc, const char *path, fr_error *err)
@@ -229,4 +275,228 @@ json_t *bk_host_json(void)
     const char *kernel = uname(&u) == 0 ? u.release : "unknown";
     return json_pack("{s:I, s:s}", "cpus", (json_int_t)sysconf(_SC_NPROCESSORS_ONLN), "kernel",
                      kernel);
+}
+
+json_t *bk_json_read(const char *path, fr_error *err)
+{
+    json_error_t jerr;
+    json_t *doc = json_load_file(path, 0, &jerr);
+    if (!doc) fr_fail(err, FR_EIO, "cannot read %s: %s", path, jerr.text);
+    return doc;
+}
+
+double bk_json_number(json_t *doc, const char *path)
+{
+    json_t *v = doc;
+    char part[128];
+    for (const char *p = path; v && *p;) {
+        size_t n = strcspn(p, ".");
+        snprintf(part, sizeof part, "%.*s", (int)n, p);
+        v = json_object_get(v, part);
+        p += n + (p[n] == '.');
+    }
+    return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+/* Parses dd's last report line, "N bytes (...) copied, S s, R MB/s", into bytes and
+ * seconds (more digits than its rounded rate) and keeps the rate as dd printed it. */
+static int bk_parse_dd(const char *text, double *mb_s, char *rate, size_t rate_cap,
+                       fr_error *err)
+{
+    const char *line = strstr(text, " bytes");
+    while (line && line > text && line[-1] != '\n') line--;
+    FR_CHECK(line, FR_EINVAL, err, "cannot find the byte count in dd's report: %.200s", text);
+    char *end;
+    double bytes = strtod(line, &end);
+    const char *copied = strstr(line, "copied, ");
+    FR_CHECK(end != line && copied, FR_EINVAL, err, "cannot parse dd's report: %.200s", text);
+    double secs = strtod(copied + 8, &end);
+    FR_CHECK(end != copied + 8 && secs > 0, FR_EINVAL, err, "cannot parse dd's time: %.200s",
+             copied);
+    *mb_s = bytes / secs / 1e6;
+    const char *r = strstr(end, ", ");
+    snprintf(rate, rate_cap, "%.*s", r ? (int)strcspn(r + 2, "\n") : 0, r ? r + 2 : "");
+    return 0;
+}
+
+/* Runs dd with stderr captured through a pipe; text receives what it printed. */
+static int bk_spawn_dd(char *const argv[], char *text, size_t cap, fr_error *err)
+{
+    int fds[2];
+    if (pipe(fds) != 0) return fr_fail_errno(err, errno, "pipe");
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    pid_t pid;
+    int src = posix_spawnp(&pid, "dd", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    if (src != 0) {
+        close(fds[0]);
+        return fr_fail_errno(err, src, "cannot run dd");
+    }
+    size_t len = 0;
+    ssize_t n;
+    while ((n = read(fds[0], text + len, cap - 1 - len)) > 0) len += (size_t)n;
+    text[len] = 0;
+    close(fds[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    FR_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, FR_EIO, err, "dd failed: %.200s",
+             text);
+    return 0;
+}
+
+int bk_run_dd(const char *dir, int64_t mib, double *mb_s, char *rate, size_t rate_cap,
+              fr_error *err)
+{
+    char file[4096], of[4200], count[32], text[4096];
+    FR_TRY(bk_path(file, sizeof file, dir, "dd.tmp", err));
+    setenv("LC_ALL", "C", 1); /* dd's report must use '.' decimals to parse */
+    snprintf(of, sizeof of, "of=%s", file);
+    snprintf(count, sizeof count, "count=%lld", (long long)mib);
+    char *argv[] = {"dd", "if=/dev/zero", of, "bs=1M", count, "conv=fdatasync", NULL};
+    int rc = bk_spawn_dd(argv, text, sizeof text, err);
+    unlink(file);
+    FR_TRY(rc);
+    return bk_parse_dd(text, mb_s, rate, rate_cap, err);
+}
+
+int bk_text_rows_build(const fr_batch *b, bk_text_rows *out, fr_error *err)
+{
+    int64_t n = fr_batch_num_rows(b);
+    size_t cap = (size_t)n * (BK_COLUMNS * 32 + 5 * BK_STRING_BYTES_MAX), len = 0;
+    *out = (bk_text_rows){.n = n};
+    out->text = fr_malloc(cap);
+    out->off = fr_malloc(sizeof *out->off * (size_t)(n * BK_COLUMNS + 1));
+    out->len = fr_malloc(sizeof *out->len * (size_t)(n * BK_COLUMNS + 1));
+    if (!out->text || !out->off || !out->len) {
+        bk_text_rows_free(out);
+        return fr_fail(err, FR_ENOMEM, "out of memory for %lld rows as text", (long long)n);
+    }
+    for (int64_t r = 0; r < n; r++)
+        for (int c = 0; c < BK_COLUMNS; c++) {
+            const fr_column *col = fr_batch_column(b, c);
+            fr_value v;
+            fr_column_get(col, r, &v);
+            size_t at = len;
+            if (col->type.id == FR_T_STRING) {
+                memcpy(out->text + len, v.v.s.ptr, v.v.s.len);
+                len += v.v.s.len;
+                out->text[len] = 0;
+            } else if (col->type.id == FR_T_DOUBLE) {
+                len += (size_t)snprintf(out->text + len, cap - len, "%.17g", v.v.f);
+            } else {
+                len += (size_t)snprintf(out->text + len, cap - len, "%lld", (long long)v.v.i);
+            }
+            out->off[r * BK_COLUMNS + c] = at;
+            out->len[r * BK_COLUMNS + c] = len - at;
+            len++; /* the terminator */
+        }
+    return 0;
+}
+
+void bk_text_rows_free(bk_text_rows *r)
+{
+    fr_free(r->text);
+    fr_free(r->off);
+    fr_free(r->len);
+    *r = (bk_text_rows){0};
+}
+
+const char *bk_column_name(int i)
+{
+    static const char *names[BK_COLUMNS] = {"i0", "i1", "i2", "i3", "i4", "b0", "b1",
+                                            "b2", "b3", "b4", "d0", "d1", "d2", "d3",
+                                            "d4", "s0", "s1", "s2", "s3", "s4"};
+    return i >= 0 && i < BK_COLUMNS ? names[i] : "?";
+}
+
+void bk_spread_columns(int k, int *cols)
+{
+    for (int i = 0; i < k; i++) cols[i] = i * BK_COLUMNS / k;
+}
+
+void bk_columns_text(const int *cols, int n, char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = 0;
+    for (int i = 0; i < n && len < cap; i++) {
+        int w = snprintf(out + len, cap - len, "%s%s", i ? ", " : "", bk_column_name(cols[i]));
+        if (w < 0) break;
+        len += (size_t)w;
+    }
+}
+
+int bk_firth_fail(const firth_error *fe, const char *what, fr_error *err)
+{
+    int code = fe->code < 0 ? fe->code : FR_EIO;
+    return fr_fail(err, code, "%s: %s", what, fe->msg);
+}
+
+int bk_connect(const char *hostport, firth_client **out, fr_error *err)
+{
+    char target[512];
+    firth_error fe = {0};
+    snprintf(target, sizeof target, "firth://%s", hostport);
+    if (firth_open(target, out, &fe) != 0) return bk_firth_fail(&fe, target, err);
+    return 0;
+}
+
+/* The benchmark table's columns as firth_create_table's JSON. */
+static void bk_schema_json(int key_col, char *out, size_t cap)
+{
+    static const char *types[4] = {"INT", "BIGINT", "DOUBLE", "STRING"};
+    size_t len = (size_t)snprintf(out, cap, "{\"fields\": [");
+    for (int i = 0; i < BK_COLUMNS && len < cap; i++)
+        len += (size_t)snprintf(out + len, cap - len,
+                                "%s{\"name\": \"%s\", \"type\": \"%s\", \"nullable\": %s}",
+                                i ? ", " : "", bk_column_name(i), types[i / 5],
+                                i == key_col ? "false" : "true");
+    if (len < cap) snprintf(out + len, cap - len, "]}");
+}
+
+int bk_remote_table_create(firth_client *c, const char *db, const char *name, int key_col,
+                           int buckets, const char *compression, fr_error *err)
+{
+    char qname[256], schema[2048], nbuckets[16];
+    firth_error fe = {0};
+    snprintf(qname, sizeof qname, "%s.%s", db, name);
+    snprintf(nbuckets, sizeof nbuckets, "%d", buckets);
+    bk_schema_json(key_col, schema, sizeof schema);
+    const char *keys[] = {"bucket.num", "table.log.arrow.compression.type"};
+    const char *values[] = {nbuckets, compression};
+    firth_table_def def = {
+        .table = qname, .schema_json = schema,
+        .primary_key = key_col >= 0 ? bk_column_name(key_col) : NULL,
+        .option_keys = keys, .option_values = values, .noptions = 2,
+    };
+    if (firth_create_database(c, db, true, &fe) != 0) return bk_firth_fail(&fe, db, err);
+    if (firth_drop_table(c, qname, true, &fe) != 0) return bk_firth_fail(&fe, qname, err);
+    if (firth_create_table(c, &def, &fe) != 0) return bk_firth_fail(&fe, qname, err);
+    return 0;
+}
+
+int64_t bk_pid_cpu_ns(pid_t pid)
+{
+    if (pid <= 0) return -1;
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    /* The command name may hold spaces; the fields after its closing parenthesis are
+     * state (3), ..., utime (14), stime (15). */
+    const char *p = strrchr(text, ')');
+    if (!p) return -1;
+    unsigned long long utime = 0, stime = 0;
+    if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+               &stime) != 2)
+        return -1;
+    long hz = sysconf(_SC_CLK_TCK);
+    return (int64_t)((utime + stime) * (1000000000ull / (unsigned long long)(hz > 0 ? hz : 100)));
 }

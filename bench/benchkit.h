@@ -11,8 +11,10 @@
 #define FIRTH_BENCHKIT_H
 
 #include <jansson.h>
+#include <sys/types.h>
 
 #include "engine/engine.h"
+#include "firth/firth.h"
 
 #define BK_COLUMNS 20
 #define BK_STRING_BYTES_MIN 180
@@ -33,6 +35,18 @@ int bk_schema_new(fr_schema **out, fr_error *err);
 /* Builds a batch of `rows` random rows of the benchmark schema with bld (whose schema it
  * must be). *out is the caller's to free. */
 int bk_batch_random(fr_builder *bld, int64_t rows, bk_rng *rng, fr_batch **out, fr_error *err);
+
+/* The rows of a loaded table that peers must hold too: a load of N rows appends batch i
+ * (0-based) = the first min(batch_rows, rows left) rows of distinct batch i % BK_DISTINCT,
+ * and the BK_DISTINCT batches of batch_rows random rows each are built from seed in order.
+ * out[] gets them (the caller frees each with fr_batch_free). */
+#define BK_DISTINCT 8
+int bk_distinct_batches(int64_t seed, int64_t batch_rows, fr_batch **out, fr_error *err);
+/* Batch i of a load of `rows` rows (see above): *out is the distinct batch itself or a
+ * slice of it; *owned says whether the caller must free *out. *n gets its rows (0 past
+ * the end). */
+int bk_load_batch(fr_batch *const *distinct, int64_t batch_rows, int64_t rows, int64_t i,
+                  fr_batch **out, bool *owned, int64_t *n, fr_error *err);
 
 /* The logical bytes of the chosen columns of b (all columns when cols is NULL). */
 int64_t bk_batch_logical_bytes(const fr_batch *b, const int *cols, int ncols);
@@ -68,20 +82,74 @@ int bk_path(char *out, size_t cap, const char *dir, const char *name, fr_error *
 int bk_arg_i64(const char *name, const char *value, int64_t lo, int64_t hi, int64_t *out,
                fr_error *err);
 
-/* A PASS/MISS verdict: a figure against a target (higher is better). */
+/* A PASS/MISS verdict: a figure against a target (higher is better, unless
+ * lower_is_better: a latency). */
 typedef struct bk_target {
     const char *name;   /* "append_vs_disk" */
     const char *what;   /* one line: what is compared */
-    double figure;      /* the measured ratio */
-    double target;      /* the ratio to reach */
+    double figure;      /* the measured ratio (or latency) */
+    double target;      /* the ratio to reach (or the latency not to exceed) */
+    bool lower_is_better;
 } bk_target;
 
 const char *bk_verdict(const bk_target *t);
-/* {"name":..., "what":..., "figure":..., "target":..., "status": "PASS"|"MISS"} */
+/* {"name":..., "what":..., "figure":..., "target":..., "better": "higher"|"lower",
+ *  "status": "PASS"|"MISS"} */
 json_t *bk_target_json(const bk_target *t);
 /* Writes the JSON document to path (pretty, with a trailing newline). */
 int bk_json_write(json_t *doc, const char *path, fr_error *err);
 /* A small description of the machine for the result files: cpus, kernel. */
 json_t *bk_host_json(void);
+/* Reads a result file written by another program (NULL with err filled when it cannot). */
+json_t *bk_json_read(const char *path, fr_error *err);
+/* A number of a JSON document by a dotted path ("median.rows_per_s"); 0 when absent. */
+double bk_json_number(json_t *doc, const char *path);
+
+/* `dd if=/dev/zero of=DIR/dd.tmp bs=1M count=MIB conv=fdatasync`: the disk's durable
+ * sequential write speed in MB/s (10^6 bytes) from the bytes and seconds dd reports, and
+ * dd's own rounded rate as text. The file is removed afterwards. */
+int bk_run_dd(const char *dir, int64_t mib, double *mb_s, char *rate, size_t rate_cap,
+              fr_error *err);
+
+/* ---- over the network: a firth server, and peers ---------------------------------------- */
+
+/* The values of a batch of the benchmark table as text, for peers that take text: numbers
+ * in decimal (DOUBLE with 17 significant digits, so that they read back exactly), strings
+ * as they are. Each value is NUL-terminated (the terminator is not in its length). */
+typedef struct bk_text_rows {
+    int64_t n;
+    char *text;    /* the values end to end (fr_malloc) */
+    size_t *off;   /* per row and column (row * BK_COLUMNS + column): where its text starts */
+    size_t *len;
+} bk_text_rows;
+
+int bk_text_rows_build(const fr_batch *b, bk_text_rows *out, fr_error *err);
+void bk_text_rows_free(bk_text_rows *r);
+static inline const char *bk_text(const bk_text_rows *r, int64_t row, int col)
+{
+    return r->text + r->off[row * BK_COLUMNS + col];
+}
+
+/* The name of column i of the benchmark table ("i0" .. "s4"). */
+const char *bk_column_name(int i);
+/* The k columns spread over the schema (column i * 20 / k for i < k), so that a projection
+ * mixes the types: k = 2 is i0, d0. */
+void bk_spread_columns(int k, int *cols);
+/* "i0, d0": the names of cols, for a scanner's or lookuper's column list. */
+void bk_columns_text(const int *cols, int n, char *out, size_t cap);
+
+/* Copies a client error into err, prefixed with what failed; returns the (negative) code. */
+int bk_firth_fail(const firth_error *fe, const char *what, fr_error *err);
+/* Opens a client of the server at "HOST:PORT". *out is the caller's (firth_close). */
+int bk_connect(const char *hostport, firth_client **out, fr_error *err);
+/* Creates db.name (dropping it first) as the benchmark table over a client, with the given
+ * buckets and log compression; with key_col >= 0 that column is NOT NULL and the primary
+ * key (a primary-key table), else a log table. */
+int bk_remote_table_create(firth_client *c, const char *db, const char *name, int key_col,
+                           int buckets, const char *compression, fr_error *err);
+
+/* CPU time (user + system) a process has used so far, in nanoseconds; -1 when it cannot be
+ * read (pid <= 0, no /proc). For a server in another process. */
+int64_t bk_pid_cpu_ns(pid_t pid);
 
 #endif

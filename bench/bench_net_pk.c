@@ -1,0 +1,446 @@
+/* bench_net_pk.c — a primary-key table over the network: upserts per second in batches and
+ * point lookups per second, against a real `firth server`, beside PostgreSQL doing the same
+ * on the same rows (measured by peer_postgres, whose result file --peer names).
+ *
+ * The table has the 20 columns of the benchmark table with b0 as its primary key (NOT NULL)
+ * and --buckets buckets. Upserts: --clients threads, each with its own client (connection)
+ * and its own range of keys, call firth_upsert with --batch-rows rows at a time; a call
+ * returns once its changes are durable (the server runs with log.flush = append: the
+ * changelog is fsync'd). Two passes over the keys: the first inserts every key, the second
+ * updates every row (other values). The figure is rows upserted per second over both.
+ * Lookups: each thread opens a lookuper (all columns) and looks up --lookup-batch random
+ * existing keys per call (one request per call, batched per bucket), for --lookup-ms; the
+ * figure is keys looked up per second, each found.
+ *
+ * The verdicts compare both figures with PostgreSQL's (INSERT ... ON CONFLICT DO UPDATE of
+ * as many rows per statement with synchronous_commit on; pipelined prepared SELECTs by
+ * primary key); the target is 3x for both. */
+#include "benchkit.h"
+#include "client/client_bridge.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define PK_CLIENTS_MAX 64
+#define PK_KEY_COLUMN 5 /* b0 */
+#define PK_TARGET_VS_PEER 3.0
+#define PK_TABLE "bench_net.pk"
+
+typedef struct pk_config {
+    const char *connect;
+    const char *out;
+    const char *peer;
+    int64_t keys;
+    int64_t clients;
+    int64_t batch_rows;
+    int64_t lookup_ms;
+    int64_t lookup_batch;
+    int64_t buckets;
+    int64_t seed;
+    int64_t server_pid;
+    const char *codec;
+} pk_config;
+
+/* What the threads of one phase share. */
+typedef struct pk_shared {
+    const pk_config *cfg;
+    firth_client *clients[PK_CLIENTS_MAX];
+    fr_batch *rows[PK_CLIENTS_MAX][2]; /* per client, per pass: batch_rows rows (b0 set per call) */
+    pthread_barrier_t start;
+    atomic_int_fast64_t done;
+    atomic_int_fast64_t changed;
+    pthread_mutex_t lock;
+    fr_error first_err;
+} pk_shared;
+
+typedef struct pk_thread {
+    pk_shared *sh;
+    int index;
+    double *call_ms;
+    int64_t ncalls, cap;
+} pk_thread;
+
+static void pk_fail_once(pk_shared *sh, const fr_error *e)
+{
+    pthread_mutex_lock(&sh->lock);
+    if (sh->first_err.code == 0) sh->first_err = *e;
+    pthread_mutex_unlock(&sh->lock);
+}
+
+/* The values of a BIGINT column that the benchmark owns (built by fr_builder, fr_malloc'd,
+ * used by no call while they are written): keys are set in place rather than building a
+ * batch per call. */
+static int64_t *pk_i64_values(const fr_batch *b, int col)
+{
+    return (int64_t *)(uintptr_t)fr_batch_column(b, col)->values;
+}
+
+static void pk_record(pk_thread *t, int64_t t0)
+{
+    if (t->ncalls < t->cap) t->call_ms[t->ncalls++] = (double)(fr_monotonic_ns() - t0) / 1e6;
+}
+
+/* ---- upserts --------------------------------------------------------------------------- */
+
+/* One call: n rows of batch with keys key0.. */
+static int pk_upsert_one(pk_thread *t, fr_batch *batch, int64_t key0, int64_t n,
+                         fr_error *err)
+{
+    int64_t *keys = pk_i64_values(batch, PK_KEY_COLUMN);
+    for (int64_t r = 0; r < n; r++) keys[r] = key0 + r;
+    fr_batch *part = NULL;
+    FR_TRY(fr_batch_slice(batch, 0, n, &part, err));
+    firth_batch *fb = firth_batch_wrap(part);
+    if (!fb) {
+        fr_batch_free(part);
+        return fr_fail(err, FR_ENOMEM, "out of memory wrapping a batch");
+    }
+    firth_error fe = {0};
+    int64_t changed = 0, t0 = fr_monotonic_ns();
+    int rc = firth_upsert(t->sh->clients[t->index], PK_TABLE, fb, NULL, NULL, -1, 0, &changed,
+                          &fe);
+    firth_batch_free(fb);
+    if (rc != 0) return bk_firth_fail(&fe, "upsert", err);
+    pk_record(t, t0);
+    atomic_fetch_add(&t->sh->done, n);
+    atomic_fetch_add(&t->sh->changed, changed);
+    return 0;
+}
+
+static void pk_range(const pk_config *cfg, int i, int64_t *lo, int64_t *hi)
+{
+    *lo = cfg->keys * i / cfg->clients;
+    *hi = cfg->keys * (i + 1) / cfg->clients;
+}
+
+static void *pk_upsert_main(void *arg)
+{
+    pk_thread *t = arg;
+    const pk_config *cfg = t->sh->cfg;
+    fr_error err = {0};
+    int64_t lo, hi;
+    int rc = 0;
+    pk_range(cfg, t->index, &lo, &hi);
+    pthread_barrier_wait(&t->sh->start);
+    for (int pass = 0; pass < 2 && rc == 0; pass++)
+        for (int64_t k = lo; k < hi && rc == 0; k += cfg->batch_rows) {
+            int64_t n = hi - k < cfg->batch_rows ? hi - k : cfg->batch_rows;
+            rc = pk_upsert_one(t, t->sh->rows[t->index][pass], k, n, &err);
+        }
+    if (rc < 0) pk_fail_once(t->sh, &err);
+    return NULL;
+}
+
+/* ---- lookups --------------------------------------------------------------------------- */
+
+/* A batch of n keys (one BIGINT column b0), to be filled in place per call. */
+static int pk_keys_batch(int64_t n, fr_batch **out, fr_error *err)
+{
+    fr_field f = {.name = "b0", .type = fr_type_of(FR_T_BIGINT)};
+    fr_schema *schema = NULL;
+    fr_builder *bld = NULL;
+    int rc;
+    FR_GOTO(fr_schema_new(&f, 1, 0, &schema, err));
+    FR_GOTO(fr_builder_new(schema, &bld, err));
+    for (int64_t i = 0; i < n; i++) FR_GOTO(fr_builder_append_i64(bld, 0, i, err));
+    FR_GOTO(fr_builder_finish(bld, out, err));
+fail:
+    if (bld) fr_builder_free(bld);
+    if (schema) fr_schema_free(schema);
+    return rc;
+}
+
+static int pk_lookup_loop(pk_thread *t, firth_lookuper *l, firth_batch *keys,
+                          int64_t deadline_ns, fr_error *err)
+{
+    const pk_config *cfg = t->sh->cfg;
+    int64_t *values = pk_i64_values(firth_batch_unwrap(keys), 0);
+    bool *found = fr_calloc((size_t)cfg->lookup_batch, sizeof *found);
+    FR_CHECK(found, FR_ENOMEM, err, "out of memory");
+    bk_rng rng;
+    bk_rng_seed(&rng, (uint64_t)cfg->seed * 977 + (uint64_t)t->index);
+    int rc = 0;
+    while (rc == 0 && fr_monotonic_ns() < deadline_ns) {
+        for (int64_t i = 0; i < cfg->lookup_batch; i++)
+            values[i] = (int64_t)(bk_rng_next(&rng) % (uint64_t)cfg->keys);
+        firth_batch *rows = NULL;
+        firth_error fe = {0};
+        int64_t t0 = fr_monotonic_ns();
+        if (firth_lookup(l, keys, found, &rows, &fe) != 0) {
+            rc = bk_firth_fail(&fe, "lookup", err);
+            break;
+        }
+        pk_record(t, t0);
+        int64_t hits = 0;
+        for (int64_t i = 0; i < cfg->lookup_batch; i++) hits += found[i];
+        int64_t got = firth_batch_num_rows(rows);
+        firth_batch_free(rows);
+        if (hits != cfg->lookup_batch || got != hits)
+            rc = fr_fail(err, FR_ESTATE, "a lookup of %lld existing keys found %lld (%lld rows)",
+                         (long long)cfg->lookup_batch, (long long)hits, (long long)got);
+        atomic_fetch_add(&t->sh->done, cfg->lookup_batch);
+    }
+    fr_free(found);
+    return rc;
+}
+
+static void *pk_lookup_main(void *arg)
+{
+    pk_thread *t = arg;
+    fr_error err = {0};
+    firth_error fe = {0};
+    firth_lookuper *l = NULL;
+    fr_batch *kb = NULL;
+    firth_batch *keys = NULL;
+    int rc = pk_keys_batch(t->sh->cfg->lookup_batch, &kb, &err);
+    if (rc == 0 && !(keys = firth_batch_wrap(kb))) {
+        fr_batch_free(kb);
+        rc = fr_fail(&err, FR_ENOMEM, "out of memory wrapping keys");
+    }
+    if (rc == 0 && firth_lookuper_open(t->sh->clients[t->index], PK_TABLE, NULL, &l, &fe) != 0)
+        rc = bk_firth_fail(&fe, "lookuper", &err);
+    pthread_barrier_wait(&t->sh->start);
+    if (rc == 0) rc = pk_lookup_loop(t, l, keys, fr_monotonic_ns() + t->sh->cfg->lookup_ms *
+                                                                         1000000, &err);
+    if (rc < 0) pk_fail_once(t->sh, &err);
+    firth_lookuper_close(l);
+    firth_batch_free(keys);
+    return NULL;
+}
+
+/* ---- phases ------------------------------------------------------------------------------ */
+
+/* Runs fn on every client at once; *seconds from release to the last return; *cpu and
+ * *server_cpu the client's and the server's CPU seconds over the same span (-1: unknown). */
+static int pk_run(pk_shared *sh, void *(*fn)(void *), int64_t calls_cap, double *seconds,
+                  double *cpu, double *server_cpu, double *p50, double *p99, fr_error *err)
+{
+    int n = (int)sh->cfg->clients;
+    pthread_t tid[PK_CLIENTS_MAX];
+    pk_thread th[PK_CLIENTS_MAX];
+    atomic_store(&sh->done, 0);
+    atomic_store(&sh->changed, 0);
+    pthread_barrier_init(&sh->start, NULL, (unsigned)n + 1);
+    for (int i = 0; i < n; i++) {
+        th[i] = (pk_thread){.sh = sh, .index = i, .cap = calls_cap};
+        th[i].call_ms = fr_calloc((size_t)calls_cap + 1, sizeof *th[i].call_ms);
+        if (!th[i].call_ms || pthread_create(&tid[i], NULL, fn, &th[i]) != 0) {
+            fprintf(stderr, "bench_net_pk: cannot start client thread %d\n", i);
+            exit(2);
+        }
+    }
+    pid_t spid = (pid_t)sh->cfg->server_pid;
+    pthread_barrier_wait(&sh->start);
+    int64_t t0 = fr_monotonic_ns(), c0 = bk_cpu_ns(), s0 = bk_pid_cpu_ns(spid);
+    for (int i = 0; i < n; i++) pthread_join(tid[i], NULL);
+    *seconds = (double)(fr_monotonic_ns() - t0) / 1e9;
+    *cpu = (double)(bk_cpu_ns() - c0) / 1e9;
+    int64_t s1 = bk_pid_cpu_ns(spid);
+    *server_cpu = s0 >= 0 && s1 >= 0 ? (double)(s1 - s0) / 1e9 : -1;
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) total += th[i].ncalls;
+    double *all = fr_calloc((size_t)total + 1, sizeof *all);
+    for (int i = 0, at = 0; all && i < n; i++) {
+        memcpy(all + at, th[i].call_ms, sizeof *all * (size_t)th[i].ncalls);
+        at += (int)th[i].ncalls;
+    }
+    *p50 = all && total ? bk_quantile(all, (int)total, 0.5) : 0;
+    *p99 = all && total ? bk_quantile(all, (int)total, 0.99) : 0;
+    fr_free(all);
+    for (int i = 0; i < n; i++) fr_free(th[i].call_ms);
+    pthread_barrier_destroy(&sh->start);
+    if (sh->first_err.code < 0) {
+        *err = sh->first_err;
+        return err->code;
+    }
+    return 0;
+}
+
+/* ---- setup, reporting -------------------------------------------------------------------- */
+
+/* Two batches of random rows per client (one per pass; keys are written into them per
+ * call), the clients, and the table. */
+static int pk_setup(const pk_config *cfg, pk_shared *sh, fr_error *err)
+{
+    fr_schema *schema = NULL;
+    fr_builder *bld = NULL;
+    bk_rng rng;
+    bk_rng_seed(&rng, (uint64_t)cfg->seed);
+    int rc;
+    FR_GOTO(bk_schema_new(&schema, err));
+    FR_GOTO(fr_builder_new(schema, &bld, err));
+    for (int i = 0; i < cfg->clients; i++)
+        for (int pass = 0; pass < 2; pass++)
+            FR_GOTO(bk_batch_random(bld, cfg->batch_rows, &rng, &sh->rows[i][pass], err));
+    for (int i = 0; i < cfg->clients; i++)
+        FR_GOTO(bk_connect(cfg->connect, &sh->clients[i], err));
+    FR_GOTO(bk_remote_table_create(sh->clients[0], "bench_net", "pk", PK_KEY_COLUMN,
+                                   (int)cfg->buckets, cfg->codec, err));
+fail:
+    if (bld) fr_builder_free(bld);
+    if (schema) fr_schema_free(schema);
+    return rc;
+}
+
+static void pk_teardown(const pk_config *cfg, pk_shared *sh)
+{
+    if (sh->clients[0]) {
+        firth_error fe;
+        firth_drop_table(sh->clients[0], PK_TABLE, true, &fe);
+    }
+    for (int i = 0; i < PK_CLIENTS_MAX; i++) {
+        firth_close(sh->clients[i]);
+        for (int pass = 0; pass < 2; pass++)
+            if (sh->rows[i][pass]) fr_batch_free(sh->rows[i][pass]);
+    }
+}
+
+/* One phase's figures. */
+typedef struct pk_phase {
+    double seconds, cpu, server_cpu, p50, p99;
+    int64_t count, changed;
+} pk_phase;
+
+static json_t *pk_phase_json(const char *rate_name, const pk_phase *p)
+{
+    return json_pack("{s:f, s:I, s:f, s:f, s:f, s:f, s:f}", rate_name,
+                     (double)p->count / p->seconds, "count", (json_int_t)p->count, "seconds",
+                     p->seconds, "call_p50_ms", p->p50, "call_p99_ms", p->p99, "client_cores",
+                     p->cpu / p->seconds, "server_cores",
+                     p->server_cpu >= 0 ? p->server_cpu / p->seconds : -1.0);
+}
+
+static void pk_target(json_t *targets, const char *name, const char *what, double figure,
+                      double peer)
+{
+    if (peer <= 0) return;
+    bk_target t = {.name = name, .what = what, .figure = figure / peer,
+                   .target = PK_TARGET_VS_PEER};
+    json_array_append_new(targets, bk_target_json(&t));
+}
+
+static int pk_report(const pk_config *cfg, const pk_phase *up, const pk_phase *look,
+                     fr_error *err)
+{
+    json_t *peer = NULL, *targets = json_array();
+    double pu = 0, pl = 0;
+    if (cfg->peer) {
+        fr_error perr = {0};
+        peer = bk_json_read(cfg->peer, &perr);
+        if (!peer) printf("  peer: not available (%s)\n", perr.msg);
+        pu = bk_json_number(peer, "median.upserts_per_s");
+        pl = bk_json_number(peer, "median.lookups_per_s");
+    }
+    double ups = (double)up->count / up->seconds, looks = (double)look->count / look->seconds;
+    printf("net pk (%lld keys, %lld clients, %lld bucket(s)):\n", (long long)cfg->keys,
+           (long long)cfg->clients, (long long)cfg->buckets);
+    printf("  firth upserts  %10.0f rows/s  (%lld-row calls: p50 %.1f ms p99 %.1f ms; cores "
+           "busy: client %.2f, server %.2f)", ups, (long long)cfg->batch_rows, up->p50, up->p99,
+           up->cpu / up->seconds, up->server_cpu / up->seconds);
+    if (pu > 0) printf("  postgres %.0f: %.2fx", pu, ups / pu);
+    printf("\n  firth lookups  %10.0f keys/s  (%lld-key calls: p50 %.2f ms p99 %.2f ms; cores "
+           "busy: client %.2f, server %.2f)", looks, (long long)cfg->lookup_batch, look->p50,
+           look->p99, look->cpu / look->seconds, look->server_cpu / look->seconds);
+    if (pl > 0) printf("  postgres %.0f: %.2fx", pl, looks / pl);
+    printf("\n");
+    pk_target(targets, "net_pk_upserts_vs_postgres", "firth upserts/s (batches of rows over "
+              "firth://, durable) / PostgreSQL INSERT ... ON CONFLICT DO UPDATE rows/s "
+              "(synchronous_commit on)", ups, pu);
+    pk_target(targets, "net_pk_lookups_vs_postgres", "firth point lookups/s (batched) / "
+              "PostgreSQL pipelined prepared SELECT by primary key /s", looks, pl);
+    json_t *doc = json_pack("{s:s, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I}, s:o, s:o,"
+                            " s:o, s:o}",
+                            "benchmark", "net_pk", "host", bk_host_json(), "config", "keys",
+                            (json_int_t)cfg->keys, "clients", (json_int_t)cfg->clients,
+                            "batch_rows", (json_int_t)cfg->batch_rows, "lookup_ms",
+                            (json_int_t)cfg->lookup_ms, "lookup_batch",
+                            (json_int_t)cfg->lookup_batch, "buckets",
+                            (json_int_t)cfg->buckets, "compression", cfg->codec, "seed",
+                            (json_int_t)cfg->seed, "upserts",
+                            pk_phase_json("rows_per_s", up), "lookups",
+                            pk_phase_json("keys_per_s", look), "peer",
+                            peer ? peer : json_null(), "targets", targets);
+    int rc = cfg->out ? bk_json_write(doc, cfg->out, err) : 0;
+    json_decref(doc);
+    return rc;
+}
+
+static void pk_usage(void)
+{
+    fprintf(stderr,
+            "usage: bench_net_pk --connect HOST:PORT [--out FILE.json] [--peer FILE.json]\n"
+            "          [--keys N] [--clients N] [--batch-rows N] [--lookup-ms MS]\n"
+            "          [--lookup-batch N] [--buckets N] [--codec NAME] [--seed N]\n"
+            "          [--server-pid PID]\n"
+            "  Upserts N keys twice in batches, then looks keys up in batches, in a\n"
+            "  primary-key table of the 20-column benchmark rows on a firth server; --peer is\n"
+            "  the result file of peer_postgres run with the same keys and batch sizes.\n");
+}
+
+static int pk_parse_args(int argc, char **argv, pk_config *cfg, fr_error *err)
+{
+    *cfg = (pk_config){.keys = 65536, .clients = 4, .batch_rows = 1000, .lookup_ms = 3000,
+                       .lookup_batch = 1000, .buckets = 4, .seed = 11, .codec = "NONE"};
+    for (int i = 1; i < argc; i += 2) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        FR_CHECK(v, FR_EINVAL, err, "%s needs a value", a);
+        if (!strcmp(a, "--connect")) cfg->connect = v;
+        else if (!strcmp(a, "--out")) cfg->out = v;
+        else if (!strcmp(a, "--peer")) cfg->peer = v;
+        else if (!strcmp(a, "--keys")) FR_TRY(bk_arg_i64(a, v, 1, INT32_MAX, &cfg->keys, err));
+        else if (!strcmp(a, "--clients"))
+            FR_TRY(bk_arg_i64(a, v, 1, PK_CLIENTS_MAX, &cfg->clients, err));
+        else if (!strcmp(a, "--batch-rows"))
+            FR_TRY(bk_arg_i64(a, v, 1, FR_BATCH_ROWS_MAX, &cfg->batch_rows, err));
+        else if (!strcmp(a, "--lookup-ms"))
+            FR_TRY(bk_arg_i64(a, v, 1, 3600000, &cfg->lookup_ms, err));
+        else if (!strcmp(a, "--lookup-batch"))
+            FR_TRY(bk_arg_i64(a, v, 1, FR_BATCH_ROWS_MAX, &cfg->lookup_batch, err));
+        else if (!strcmp(a, "--buckets")) FR_TRY(bk_arg_i64(a, v, 1, 1024, &cfg->buckets, err));
+        else if (!strcmp(a, "--codec")) cfg->codec = v;
+        else if (!strcmp(a, "--seed")) FR_TRY(bk_arg_i64(a, v, 0, INT64_MAX, &cfg->seed, err));
+        else if (!strcmp(a, "--server-pid"))
+            FR_TRY(bk_arg_i64(a, v, 0, INT32_MAX, &cfg->server_pid, err));
+        else
+            return fr_fail(err, FR_EINVAL, "unknown option %s", a);
+    }
+    FR_CHECK(cfg->connect, FR_EINVAL, err, "--connect is required");
+    FR_CHECK(cfg->keys >= cfg->clients, FR_EINVAL, err, "fewer keys than clients");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    pk_config cfg;
+    fr_error err = {0};
+    static pk_shared sh;
+    pk_phase up = {0}, look = {0};
+    int rc;
+    if (pk_parse_args(argc, argv, &cfg, &err) < 0) {
+        fprintf(stderr, "bench_net_pk: %s\n", err.msg);
+        pk_usage();
+        return 2;
+    }
+    sh.cfg = &cfg;
+    pthread_mutex_init(&sh.lock, NULL);
+    FR_GOTO(pk_setup(&cfg, &sh, &err));
+    int64_t calls = (cfg.keys / cfg.clients / cfg.batch_rows + 2) * 2;
+    FR_GOTO(pk_run(&sh, pk_upsert_main, calls, &up.seconds, &up.cpu, &up.server_cpu, &up.p50,
+                   &up.p99, &err));
+    up.count = atomic_load(&sh.done);
+    up.changed = atomic_load(&sh.changed);
+    if (up.count != 2 * cfg.keys)
+        FR_GOTO(fr_fail(&err, FR_ESTATE, "upserted %lld rows of %lld", (long long)up.count,
+                        (long long)(2 * cfg.keys)));
+    FR_GOTO(pk_run(&sh, pk_lookup_main, 1 << 20, &look.seconds, &look.cpu, &look.server_cpu,
+                   &look.p50, &look.p99, &err));
+    look.count = atomic_load(&sh.done);
+    FR_GOTO(pk_report(&cfg, &up, &look, &err));
+fail:
+    pk_teardown(&cfg, &sh);
+    pthread_mutex_destroy(&sh.lock);
+    if (rc < 0) fprintf(stderr, "bench_net_pk: %s (%s)\n", err.msg, fr_strcode(rc));
+    return rc < 0 ? 1 : 0;
+}

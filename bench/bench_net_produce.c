@@ -1,0 +1,867 @@
+/* bench_net_produce.c — produce over the network to a real `firth server`: durable
+ * throughput against the disk's own durable sequential write speed, and end-to-end latency
+ * from a produce call to a consumer's receipt at half that throughput.
+ *
+ * Throughput: producer threads, each with its own client (its own connection), call
+ * firth_produce on one log table with a prebuilt batch of the 20-column benchmark table
+ * (about 1 KB a row) until MIB MiB of rows are acknowledged. The server runs with
+ * log.flush = append, so an acknowledgement means the rows are fsync'd. The timed span
+ * starts when the producers are released and ends when the last acknowledgement arrives.
+ * The disk: `dd ... conv=fdatasync` in the scratch dir (the server's data dir should be on
+ * the same file system), interleaved with firth's runs. The verdict compares the log bytes
+ * acknowledged per second (the encoded batches, what the server writes) with dd's MB/s.
+ *
+ * Latency: the producers are paced to half of the median maximum (in logical MB/s), each
+ * sending its batch on a fixed schedule, while a consumer with its own client long-polls a
+ * scanner subscribed to the table. Each produce call stamps column b0 of its rows with the
+ * monotonic clock just before the call; the consumer subtracts it from the clock when a
+ * poll returns the rows: the latency of produce, fsync, acknowledgement to readers, the
+ * long poll's wake-up, fetch and decoding. One sample per record batch received. */
+#include "benchkit.h"
+#include "client/client_bridge.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define NP_CODECS_MAX 3
+#define NP_PRODUCERS_MAX 64
+#define NP_TARGET_DISK 0.60
+#define NP_TARGET_P99_MS 10.0
+#define NP_STAMP_COLUMN 5             /* b0 holds the send time in the latency run */
+#define NP_DRAIN_NS 10000000000       /* how long the consumer may lag at the end */
+#define NP_RING 8                     /* batches per producer in the latency run */
+
+typedef struct np_config {
+    const char *connect; /* HOST:PORT of the server */
+    const char *dir;     /* scratch dir for dd */
+    const char *out;
+    int64_t mb;
+    int64_t reps;
+    int64_t producers;
+    int64_t batch_rows;
+    int64_t latency_batch_rows;
+    int64_t latency_ms;
+    int64_t buckets;
+    int64_t seed;
+    int64_t server_pid;
+    int64_t linger_ms;          /* the writers' linger.ms */
+    int64_t writer_batch_bytes; /* the writers' batch.size */
+    bool writer_api;            /* firth_writer (default) or firth_produce */
+    bool skip_disk;
+    const char *codecs[NP_CODECS_MAX];
+    int ncodecs;
+} np_config;
+
+/* What every run uses: one client and two batches (max and latency sizes) per producer. */
+typedef struct np_env {
+    const np_config *cfg;
+    firth_client *admin;
+    firth_client *clients[NP_PRODUCERS_MAX];
+    firth_batch *batches[NP_PRODUCERS_MAX];     /* cfg->batch_rows rows */
+    firth_batch *lat_batches[NP_PRODUCERS_MAX * NP_RING]; /* latency_batch_rows rows */
+    int64_t batch_logical;                      /* mean logical bytes of a batch */
+    int64_t lat_batch_logical;
+} np_env;
+
+/* One throughput run's figures. */
+typedef struct np_max {
+    double seconds, cpu_seconds, server_cpu_seconds;
+    int64_t rows, appends, logical_bytes, log_bytes;
+    double ack_p50_ms, ack_p99_ms;
+} np_max;
+
+/* One latency run's figures. */
+typedef struct np_lat {
+    double target_mb_s;  /* logical MB/s asked for */
+    double achieved_mb_s;
+    double seconds, cpu_seconds, server_cpu_seconds;
+    int64_t rows, appends, samples;
+    double e2e_p50_ms, e2e_p99_ms, e2e_max_ms;
+    double ack_p50_ms, ack_p99_ms;
+} np_lat;
+
+/* What the threads of one run share. */
+typedef struct np_shared {
+    np_env *env;
+    const char *table;
+    int64_t appends;         /* throughput: calls to make in total */
+    atomic_int_fast64_t next;
+    int64_t calls_cap;       /* calls one producer may make, at most */
+    /* latency run */
+    int64_t start_ns, end_ns, period_ns;
+    pthread_barrier_t start;
+    pthread_mutex_t lock;
+    fr_error first_err;      /* under lock */
+} np_shared;
+
+/* One producer: its client, its writer (--api writer), and the send time and acknowledgement
+ * latency of each call, indexed by the call's number (the writer's token - 1). */
+typedef struct np_producer {
+    np_shared *sh;
+    int index;
+    firth_writer *w;
+    int64_t *sent_ns;
+    double *ack_ms;
+    atomic_int_fast64_t calls;
+    atomic_int_fast64_t acked;
+    atomic_int_fast64_t rows_acked;
+    fr_error ack_err;        /* the first failed acknowledgement (writer thread) */
+} np_producer;
+
+static void np_fail_once(np_shared *sh, const fr_error *e)
+{
+    pthread_mutex_lock(&sh->lock);
+    if (sh->first_err.code == 0) sh->first_err = *e;
+    pthread_mutex_unlock(&sh->lock);
+}
+
+static bool np_failed(np_shared *sh)
+{
+    pthread_mutex_lock(&sh->lock);
+    bool failed = sh->first_err.code < 0;
+    pthread_mutex_unlock(&sh->lock);
+    return failed;
+}
+
+/* The writer's acknowledgement of call `token`: its latency from the call. */
+static void np_on_ack(void *ctx, uint64_t token, int status, const char *message)
+{
+    np_producer *p = ctx;
+    int64_t now = fr_monotonic_ns(), k = (int64_t)token - 1;
+    if (status != 0 && p->ack_err.code == 0)
+        fr_fail(&p->ack_err, status, "produce: %s", message ? message : "failed");
+    if (k >= 0 && k < p->sh->calls_cap) p->ack_ms[k] = (double)(now - p->sent_ns[k]) / 1e6;
+    atomic_fetch_add(&p->acked, 1);
+}
+
+/* Call number k with batch: firth_produce, which returns once the rows are durable, or
+ * firth_writer_append, which queues them (acknowledged later through np_on_ack). *token gets
+ * the writer's token (0 for firth_produce). */
+static int np_call(np_producer *p, firth_batch *batch, uint64_t *token, fr_error *err)
+{
+    firth_error fe = {0};
+    int64_t k = atomic_load(&p->calls), t0 = fr_monotonic_ns(), appended = 0;
+    FR_CHECK(k < p->sh->calls_cap, FR_ELIMIT, err, "more calls than planned (%lld)",
+             (long long)p->sh->calls_cap);
+    p->sent_ns[k] = t0;
+    atomic_fetch_add(&p->calls, 1);
+    *token = 0;
+    if (p->w) {
+        if (firth_writer_append(p->w, batch, token, &fe) != 0)
+            return bk_firth_fail(&fe, "writer append", err);
+        FR_CHECK(*token == (uint64_t)k + 1, FR_ESTATE, err, "writer token %llu for call %lld",
+                 (unsigned long long)*token, (long long)k);
+        return 0;
+    }
+    firth_client *c = p->sh->env->clients[p->index];
+    if (firth_produce(c, p->sh->table, batch, -1, 0, &appended, &fe) != 0)
+        return bk_firth_fail(&fe, "produce", err);
+    p->ack_ms[k] = (double)(fr_monotonic_ns() - t0) / 1e6;
+    atomic_fetch_add(&p->acked, 1);
+    atomic_fetch_add(&p->rows_acked, appended);
+    return 0;
+}
+
+/* Waits for every queued call of a writer (nothing to do for firth_produce). */
+static int np_drain(np_producer *p, fr_error *err)
+{
+    firth_error fe = {0};
+    if (p->w && firth_writer_flush(p->w, &fe) != 0)
+        return bk_firth_fail(&fe, "writer flush", err);
+    if (p->ack_err.code < 0) {
+        *err = p->ack_err;
+        return err->code;
+    }
+    return 0;
+}
+
+static void *np_max_main(void *arg)
+{
+    np_producer *p = arg;
+    np_shared *sh = p->sh;
+    firth_batch *batch = sh->env->batches[p->index];
+    fr_error err = {0};
+    uint64_t token;
+    int rc = 0;
+    pthread_barrier_wait(&sh->start);
+    while (rc == 0 && atomic_fetch_add(&sh->next, 1) < sh->appends)
+        rc = np_call(p, batch, &token, &err);
+    if (rc == 0) rc = np_drain(p, &err);
+    if (rc < 0) np_fail_once(sh, &err);
+    return NULL;
+}
+
+/* Sleeps until the monotonic clock reads ns. */
+static void np_sleep_until(int64_t ns)
+{
+    struct timespec ts = {.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
+}
+
+/* Stamps every row of batch with now in column b0. The benchmark owns the batch's buffers
+ * (fr_malloc'd by the builder), and no call still uses this batch (see np_paced_main):
+ * stamping spares building a new batch per call. */
+static void np_stamp(firth_batch *batch, int64_t now)
+{
+    const fr_column *col = fr_batch_column(firth_batch_unwrap(batch), NP_STAMP_COLUMN);
+    int64_t *stamp = (int64_t *)(uintptr_t)col->values;
+    for (int64_t r = 0; r < col->length; r++) stamp[r] = now;
+}
+
+/* A paced producer: one call per period, from its own phase in the period, until the end
+ * of the run. A call that starts late (the previous one took longer than a period) starts
+ * at once; the schedule does not slip, so the rate asked for is kept when the server can.
+ * A writer shares the caller's batch until it is sent, so the producer cycles through
+ * NP_RING batches and waits for the acknowledgement of a batch's previous call before
+ * stamping it again. */
+static void *np_paced_main(void *arg)
+{
+    np_producer *p = arg;
+    np_shared *sh = p->sh;
+    fr_error err = {0};
+    firth_error fe = {0};
+    uint64_t tokens[NP_RING] = {0};
+    int64_t nproducers = sh->env->cfg->producers;
+    int rc = 0;
+    pthread_barrier_wait(&sh->start);
+    for (int64_t k = 0; rc == 0; k++) {
+        int64_t due = sh->start_ns + k * sh->period_ns + p->index * sh->period_ns / nproducers;
+        if (due >= sh->end_ns || np_failed(sh)) break;
+        np_sleep_until(due);
+        int slot = (int)(k % NP_RING);
+        if (p->w && tokens[slot] && firth_writer_wait(p->w, tokens[slot], &fe) != 0) {
+            rc = bk_firth_fail(&fe, "writer wait", &err);
+            break;
+        }
+        firth_batch *batch = sh->env->lat_batches[p->index * NP_RING + slot];
+        np_stamp(batch, fr_monotonic_ns());
+        rc = np_call(p, batch, &tokens[slot], &err);
+    }
+    if (rc == 0) rc = np_drain(p, &err);
+    if (rc < 0) np_fail_once(sh, &err);
+    return NULL;
+}
+
+/* Opens the producers' writers (--api writer) on table, and their latency arrays. */
+static int np_producers_open(np_shared *sh, np_producer *p, fr_error *err)
+{
+    const np_config *cfg = sh->env->cfg;
+    for (int i = 0; i < cfg->producers; i++) {
+        p[i] = (np_producer){.sh = sh, .index = i};
+        p[i].sent_ns = fr_calloc((size_t)sh->calls_cap + 1, sizeof *p[i].sent_ns);
+        p[i].ack_ms = fr_calloc((size_t)sh->calls_cap + 1, sizeof *p[i].ack_ms);
+        FR_CHECK(p[i].sent_ns && p[i].ack_ms, FR_ENOMEM, err, "out of memory for latencies");
+        if (!cfg->writer_api) continue;
+        firth_writer_options o;
+        firth_writer_options_init(&o);
+        o.linger_ms = cfg->linger_ms;
+        o.batch_bytes = cfg->writer_batch_bytes;
+        o.on_ack = np_on_ack;
+        o.ack_ctx = &p[i];
+        firth_error fe = {0};
+        if (firth_writer_open(sh->env->clients[i], sh->table, &o, &p[i].w, &fe) != 0)
+            return bk_firth_fail(&fe, "writer open", err);
+    }
+    return 0;
+}
+
+static void np_producers_close(np_producer *p, int n)
+{
+    for (int i = 0; i < n; i++) {
+        firth_error fe;
+        if (p[i].w) firth_writer_close(p[i].w, &fe);
+        fr_free(p[i].sent_ns);
+        fr_free(p[i].ack_ms);
+    }
+}
+
+/* The acknowledgement latencies of every call of the producers, gathered into one array
+ * (the caller's: fr_free); *n gets their number and *rows the rows acknowledged. */
+static double *np_gather_acks(np_producer *p, int nproducers, int64_t *n, int64_t *rows)
+{
+    int64_t total = 0;
+    *rows = 0;
+    for (int i = 0; i < nproducers; i++) total += atomic_load(&p[i].calls);
+    double *all = fr_calloc((size_t)total + 1, sizeof *all);
+    *n = 0;
+    for (int i = 0; all && i < nproducers; i++) {
+        int64_t calls = atomic_load(&p[i].calls);
+        memcpy(all + *n, p[i].ack_ms, sizeof *all * (size_t)calls);
+        *n += calls;
+        int64_t acked = 0;
+        if (p[i].w) firth_writer_stats(p[i].w, &acked, NULL, NULL);
+        else acked = atomic_load(&p[i].rows_acked);
+        *rows += acked;
+    }
+    return all;
+}
+
+/* Starts a thread per producer on fn, releases them together and joins them; *seconds
+ * from release to the last return (every call acknowledged). */
+static int np_run_threads(np_shared *sh, np_producer *p, void *(*fn)(void *),
+                          double *seconds, double *cpu_seconds, double *server_cpu_seconds,
+                          fr_error *err)
+{
+    int n = (int)sh->env->cfg->producers;
+    pthread_t tid[NP_PRODUCERS_MAX];
+    pthread_barrier_init(&sh->start, NULL, (unsigned)n + 1);
+    for (int i = 0; i < n; i++) {
+        if (pthread_create(&tid[i], NULL, fn, &p[i]) != 0) {
+            /* The barrier can never open; a benchmark that cannot start its threads stops. */
+            fprintf(stderr, "bench_net_produce: cannot start producer thread %d\n", i);
+            exit(2);
+        }
+    }
+    pid_t spid = (pid_t)sh->env->cfg->server_pid;
+    int64_t s0 = bk_pid_cpu_ns(spid);
+    pthread_barrier_wait(&sh->start);
+    int64_t t0 = fr_monotonic_ns(), c0 = bk_cpu_ns();
+    for (int i = 0; i < n; i++) pthread_join(tid[i], NULL);
+    *seconds = (double)(fr_monotonic_ns() - t0) / 1e9;
+    *cpu_seconds = (double)(bk_cpu_ns() - c0) / 1e9;
+    int64_t s1 = bk_pid_cpu_ns(spid);
+    *server_cpu_seconds = s0 >= 0 && s1 >= 0 ? (double)(s1 - s0) / 1e9 : -1;
+    pthread_barrier_destroy(&sh->start);
+    if (sh->first_err.code < 0) {
+        *err = sh->first_err;
+        return err->code;
+    }
+    return 0;
+}
+
+/* The encoded size of a batch under a compression: the bytes the client sends and the
+ * server's log stores for it (a log table without a bucket key sends a batch whole). */
+static int np_encoded_bytes(firth_batch *b, const char *codec, int64_t *out, fr_error *err)
+{
+    fr_compression comp;
+    FR_TRY(fr_compression_parse(codec, &comp, err));
+    fr_rb_params p = {.schema_id = 0, .compression = comp, .writer_id = FR_NO_WRITER,
+                      .batch_sequence = -1, .change_types = NULL};
+    fr_buf buf;
+    fr_buf_init(&buf);
+    int rc = fr_rb_encode(firth_batch_unwrap(b), &p, &buf, err);
+    *out = (int64_t)buf.len;
+    fr_buf_free(&buf);
+    return rc;
+}
+
+static void np_table_name(char *out, size_t cap, const char *what, const char *codec, int rep)
+{
+    snprintf(out, cap, "produce_%s_%s_%d", what, codec, rep);
+    for (char *p = out; *p; p++)
+        if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+}
+
+static int np_drop(np_env *env, const char *qname, fr_error *err)
+{
+    firth_error fe = {0};
+    if (firth_drop_table(env->admin, qname, true, &fe) != 0)
+        return bk_firth_fail(&fe, qname, err);
+    return 0;
+}
+
+/* One throughput run into a fresh table, which is dropped afterwards. */
+static int np_run_max(np_env *env, const char *codec, int rep, np_max *res, fr_error *err)
+{
+    const np_config *cfg = env->cfg;
+    char name[64], qname[96];
+    np_table_name(name, sizeof name, "max", codec, rep);
+    snprintf(qname, sizeof qname, "bench_net.%s", name);
+    FR_TRY(bk_remote_table_create(env->admin, "bench_net", name, -1, (int)cfg->buckets, codec,
+                                  err));
+    int64_t encoded = 0;
+    FR_TRY(np_encoded_bytes(env->batches[0], codec, &encoded, err));
+    np_shared sh = {.env = env, .table = qname};
+    sh.appends = ((cfg->mb << 20) + env->batch_logical - 1) / env->batch_logical;
+    sh.calls_cap = sh.appends;
+    np_producer p[NP_PRODUCERS_MAX];
+    double *acks = NULL;
+    pthread_mutex_init(&sh.lock, NULL);
+    int rc = np_producers_open(&sh, p, err);
+    if (rc == 0)
+        rc = np_run_threads(&sh, p, np_max_main, &res->seconds, &res->cpu_seconds,
+                            &res->server_cpu_seconds, err);
+    if (rc == 0) {
+        int64_t n = 0;
+        acks = np_gather_acks(p, (int)cfg->producers, &n, &res->rows);
+        FR_CHECK(acks && n == sh.appends, FR_ESTATE, err, "%lld calls, expected %lld",
+                 (long long)n, (long long)sh.appends);
+        res->appends = sh.appends;
+        res->logical_bytes = sh.appends * env->batch_logical;
+        /* The writer may join several calls into one batch: its log bytes are then a little
+         * less than the calls' batches encoded one by one, which is what is counted. */
+        res->log_bytes = sh.appends * encoded;
+        res->ack_p50_ms = bk_quantile(acks, (int)n, 0.50);
+        res->ack_p99_ms = bk_quantile(acks, (int)n, 0.99);
+        if (res->rows != sh.appends * cfg->batch_rows)
+            rc = fr_fail(err, FR_ESTATE, "the server acknowledged %lld rows, expected %lld",
+                         (long long)res->rows, (long long)(sh.appends * cfg->batch_rows));
+    }
+    np_producers_close(p, (int)cfg->producers);
+    pthread_mutex_destroy(&sh.lock);
+    fr_free(acks);
+    if (rc == 0) rc = np_drop(env, qname, err);
+    return rc;
+}
+
+/* ---- the consumer of the latency run ------------------------------------------------------ */
+
+typedef struct np_consumer {
+    firth_client *client;
+    const char *table;
+    atomic_bool stop;        /* set once every row was received, or at the drain deadline */
+    int64_t expect_rows;     /* set before stop; -1 while the producers run */
+    int64_t rows;
+    double *e2e_ms;
+    int64_t cap, n;
+    fr_error err;
+    pthread_mutex_t lock;    /* guards expect_rows */
+} np_consumer;
+
+static int np_consume_result(np_consumer *c, firth_scan_result *r, fr_error *err)
+{
+    int64_t now = fr_monotonic_ns();
+    for (int i = 0; i < firth_scan_result_count(r); i++) {
+        const fr_batch *b = firth_batch_unwrap(firth_scan_result_get(r, i)->batch);
+        const fr_column *col = fr_batch_column(b, NP_STAMP_COLUMN);
+        FR_CHECK(col && col->length > 0, FR_ECORRUPT, err, "a polled batch without rows");
+        int64_t sent = ((const int64_t *)(const void *)col->values)[0];
+        if (c->n < c->cap) c->e2e_ms[c->n++] = (double)(now - sent) / 1e6;
+        c->rows += col->length;
+    }
+    return 0;
+}
+
+static void *np_consumer_main(void *arg)
+{
+    np_consumer *c = arg;
+    firth_error fe = {0};
+    firth_scanner *s = NULL;
+    int rc = 0;
+    if (firth_scanner_open(c->client, c->table, NULL, &s, &fe) != 0 ||
+        firth_scanner_subscribe(s, NULL, -1, FIRTH_START_EARLIEST, 0, &fe) != 0)
+        rc = bk_firth_fail(&fe, "consumer", &c->err);
+    while (rc == 0 && !atomic_load(&c->stop)) {
+        firth_scan_result *r = NULL;
+        if (firth_scanner_poll(s, 100, &r, &fe) != 0) {
+            rc = bk_firth_fail(&fe, "poll", &c->err);
+            break;
+        }
+        rc = np_consume_result(c, r, &c->err);
+        firth_scan_result_free(r);
+        pthread_mutex_lock(&c->lock);
+        if (c->expect_rows >= 0 && c->rows >= c->expect_rows) atomic_store(&c->stop, true);
+        pthread_mutex_unlock(&c->lock);
+    }
+    firth_scanner_close(s);
+    return NULL;
+}
+
+/* Waits until the consumer has every row or the drain deadline passed. */
+static int np_consumer_finish(np_consumer *c, pthread_t tid, int64_t rows, fr_error *err)
+{
+    pthread_mutex_lock(&c->lock);
+    c->expect_rows = rows;
+    pthread_mutex_unlock(&c->lock);
+    int64_t deadline = fr_monotonic_ns() + NP_DRAIN_NS;
+    while (!atomic_load(&c->stop) && fr_monotonic_ns() < deadline && c->err.code == 0)
+        np_sleep_until(fr_monotonic_ns() + 1000000);
+    atomic_store(&c->stop, true);
+    pthread_join(tid, NULL);
+    if (c->err.code < 0) {
+        *err = c->err;
+        return err->code;
+    }
+    FR_CHECK(c->rows == rows, FR_ESTATE, err, "the consumer received %lld of %lld rows",
+             (long long)c->rows, (long long)rows);
+    return 0;
+}
+
+/* One latency run at rate_mb_s logical MB/s into a fresh table, dropped afterwards. */
+static int np_run_latency(np_env *env, const char *codec, double rate_mb_s, np_lat *res,
+                          fr_error *err)
+{
+    const np_config *cfg = env->cfg;
+    char name[64], qname[96];
+    np_table_name(name, sizeof name, "latency", codec, 0);
+    snprintf(qname, sizeof qname, "bench_net.%s", name);
+    FR_TRY(bk_remote_table_create(env->admin, "bench_net", name, -1, (int)cfg->buckets, codec,
+                                  err));
+    np_shared sh = {.env = env, .table = qname};
+    /* Each producer makes one call per period: producers * batch / period = the rate. */
+    sh.period_ns = (int64_t)((double)cfg->producers * (double)env->lat_batch_logical /
+                             (rate_mb_s * 1e6) * 1e9);
+    if (sh.period_ns < 1) sh.period_ns = 1;
+    sh.calls_cap = cfg->latency_ms * 1000000 / sh.period_ns + 2;
+    np_producer p[NP_PRODUCERS_MAX];
+    np_consumer c = {.table = qname, .expect_rows = -1,
+                     .cap = sh.calls_cap * cfg->producers * cfg->buckets};
+    c.e2e_ms = fr_calloc((size_t)c.cap + 1, sizeof *c.e2e_ms);
+    double *acks = NULL;
+    pthread_t ctid;
+    pthread_mutex_init(&sh.lock, NULL);
+    pthread_mutex_init(&c.lock, NULL);
+    int rc = c.e2e_ms ? 0 : fr_fail(err, FR_ENOMEM, "out of memory for latencies");
+    if (rc == 0) rc = np_producers_open(&sh, p, err);
+    if (rc == 0) rc = bk_connect(cfg->connect, &c.client, err);
+    if (rc == 0 && pthread_create(&ctid, NULL, np_consumer_main, &c) != 0)
+        rc = fr_fail(err, FR_ESTATE, "cannot start the consumer thread");
+    if (rc == 0) {
+        /* Let the consumer subscribe and park its first poll before the clock starts. */
+        np_sleep_until(fr_monotonic_ns() + 200000000);
+        sh.start_ns = fr_monotonic_ns() + 1000000;
+        sh.end_ns = sh.start_ns + cfg->latency_ms * 1000000;
+        rc = np_run_threads(&sh, p, np_paced_main, &res->seconds, &res->cpu_seconds,
+                            &res->server_cpu_seconds, err);
+        int64_t nacks = 0;
+        acks = np_gather_acks(p, (int)cfg->producers, &nacks, &res->rows);
+        fr_error scratch = {0};
+        int frc = np_consumer_finish(&c, ctid, res->rows, rc == 0 ? err : &scratch);
+        if (rc == 0) rc = frc;
+        res->appends = nacks;
+        if (rc == 0 && (!acks || nacks == 0 || c.n == 0))
+            rc = fr_fail(err, FR_ESTATE, "no record reached the consumer");
+    }
+    if (rc == 0) {
+        res->target_mb_s = rate_mb_s;
+        res->achieved_mb_s = (double)res->appends * (double)env->lat_batch_logical /
+                             ((double)cfg->latency_ms / 1e3) / 1e6;
+        res->samples = c.n;
+        res->e2e_p50_ms = bk_quantile(c.e2e_ms, (int)c.n, 0.50);
+        res->e2e_p99_ms = bk_quantile(c.e2e_ms, (int)c.n, 0.99);
+        res->e2e_max_ms = bk_quantile(c.e2e_ms, (int)c.n, 1.0);
+        res->ack_p50_ms = bk_quantile(acks, (int)res->appends, 0.50);
+        res->ack_p99_ms = bk_quantile(acks, (int)res->appends, 0.99);
+    }
+    np_producers_close(p, (int)cfg->producers);
+    firth_close(c.client);
+    pthread_mutex_destroy(&sh.lock);
+    pthread_mutex_destroy(&c.lock);
+    fr_free(acks);
+    fr_free(c.e2e_ms);
+    if (rc == 0) rc = np_drop(env, qname, err);
+    return rc;
+}
+
+/* ---- setup, reporting ---------------------------------------------------------------------- */
+
+static void np_usage(void)
+{
+    fprintf(stderr,
+            "usage: bench_net_produce --connect HOST:PORT --dir SCRATCH_DIR [--out FILE.json]\n"
+            "          [--mb MIB] [--reps N] [--producers N] [--batch-rows N]\n"
+            "          [--latency-batch-rows N] [--latency-ms MS] [--buckets N] [--seed N]\n"
+            "          [--codec NAME]... [--server-pid PID] [--skip-disk]\n"
+            "          [--api writer|produce] [--linger-ms MS] [--writer-batch-bytes N]\n"
+            "  Produces MIB MiB of 20-column rows per repetition to a firth server (which\n"
+            "  should run with log.flush = append and its data dir on SCRATCH_DIR's file\n"
+            "  system) and measures dd's fdatasync'd write speed in SCRATCH_DIR alongside;\n"
+            "  then end-to-end latency to a long-polling consumer at half the throughput.\n"
+            "  --codec may be repeated (default: ZSTD and NONE).\n");
+}
+
+static int np_parse_args(int argc, char **argv, np_config *cfg, fr_error *err)
+{
+    *cfg = (np_config){.mb = 192, .reps = 3, .producers = 4, .batch_rows = 512,
+                       .latency_batch_rows = 64, .latency_ms = 4000, .buckets = 1,
+                       .seed = 43, .linger_ms = 0, .writer_batch_bytes = 1 << 20,
+                       .writer_api = true};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool takes_value = true;
+        if (!strcmp(a, "--connect")) cfg->connect = v;
+        else if (!strcmp(a, "--dir")) cfg->dir = v;
+        else if (!strcmp(a, "--out")) cfg->out = v;
+        else if (!strcmp(a, "--mb")) FR_TRY(bk_arg_i64(a, v, 1, 1 << 20, &cfg->mb, err));
+        else if (!strcmp(a, "--reps")) FR_TRY(bk_arg_i64(a, v, 1, BK_REPS_MAX, &cfg->reps, err));
+        else if (!strcmp(a, "--producers"))
+            FR_TRY(bk_arg_i64(a, v, 1, NP_PRODUCERS_MAX, &cfg->producers, err));
+        else if (!strcmp(a, "--batch-rows"))
+            FR_TRY(bk_arg_i64(a, v, 1, FR_BATCH_ROWS_MAX, &cfg->batch_rows, err));
+        else if (!strcmp(a, "--latency-batch-rows"))
+            FR_TRY(bk_arg_i64(a, v, 1, FR_BATCH_ROWS_MAX, &cfg->latency_batch_rows, err));
+        else if (!strcmp(a, "--latency-ms"))
+            FR_TRY(bk_arg_i64(a, v, 100, 3600000, &cfg->latency_ms, err));
+        else if (!strcmp(a, "--buckets")) FR_TRY(bk_arg_i64(a, v, 1, 1024, &cfg->buckets, err));
+        else if (!strcmp(a, "--seed")) FR_TRY(bk_arg_i64(a, v, 0, INT64_MAX, &cfg->seed, err));
+        else if (!strcmp(a, "--server-pid"))
+            FR_TRY(bk_arg_i64(a, v, 0, INT32_MAX, &cfg->server_pid, err));
+        else if (!strcmp(a, "--linger-ms"))
+            FR_TRY(bk_arg_i64(a, v, 0, 60000, &cfg->linger_ms, err));
+        else if (!strcmp(a, "--writer-batch-bytes"))
+            FR_TRY(bk_arg_i64(a, v, 1, INT32_MAX, &cfg->writer_batch_bytes, err));
+        else if (!strcmp(a, "--api")) {
+            FR_CHECK(v && (!strcmp(v, "writer") || !strcmp(v, "produce")), FR_EINVAL, err,
+                     "--api takes writer or produce");
+            cfg->writer_api = !strcmp(v, "writer");
+        } else if (!strcmp(a, "--codec")) {
+            FR_CHECK(cfg->ncodecs < NP_CODECS_MAX, FR_ELIMIT, err, "at most %d codecs",
+                     NP_CODECS_MAX);
+            cfg->codecs[cfg->ncodecs++] = v;
+        } else if (!strcmp(a, "--skip-disk")) {
+            cfg->skip_disk = true;
+            takes_value = false;
+        } else
+            return fr_fail(err, FR_EINVAL, "unknown option %s", a);
+        FR_CHECK(!takes_value || v, FR_EINVAL, err, "%s needs a value", a);
+        i += takes_value;
+    }
+    FR_CHECK(cfg->connect, FR_EINVAL, err, "--connect is required");
+    FR_CHECK(cfg->dir || cfg->skip_disk, FR_EINVAL, err, "--dir is required (or --skip-disk)");
+    if (cfg->ncodecs == 0) {
+        cfg->codecs[cfg->ncodecs++] = "ZSTD";
+        cfg->codecs[cfg->ncodecs++] = "NONE";
+    }
+    return 0;
+}
+
+/* Builds n batches of rows rows each (distinct random rows) into out, wrapped for the
+ * client; *logical gets the mean logical bytes of one. */
+static int np_build(int n, bk_rng *rng, int64_t rows, firth_batch **out, int64_t *logical,
+                    fr_error *err)
+{
+    fr_schema *schema = NULL;
+    fr_builder *bld = NULL;
+    int rc;
+    FR_GOTO(bk_schema_new(&schema, err));
+    FR_GOTO(fr_builder_new(schema, &bld, err));
+    *logical = 0;
+    for (int i = 0; i < n; i++) {
+        fr_batch *b = NULL;
+        FR_GOTO(bk_batch_random(bld, rows, rng, &b, err));
+        *logical += bk_batch_logical_bytes(b, NULL, 0);
+        out[i] = firth_batch_wrap(b);
+        if (!out[i]) {
+            fr_batch_free(b);
+            rc = fr_fail(err, FR_ENOMEM, "out of memory wrapping a batch");
+            goto fail;
+        }
+    }
+    *logical /= n;
+fail:
+    if (bld) fr_builder_free(bld);
+    if (schema) fr_schema_free(schema);
+    return rc;
+}
+
+static int np_env_open(const np_config *cfg, np_env *env, fr_error *err)
+{
+    *env = (np_env){.cfg = cfg};
+    bk_rng rng;
+    bk_rng_seed(&rng, (uint64_t)cfg->seed);
+    FR_TRY(np_build((int)cfg->producers, &rng, cfg->batch_rows, env->batches,
+                    &env->batch_logical, err));
+    FR_TRY(np_build((int)cfg->producers * NP_RING, &rng, cfg->latency_batch_rows,
+                    env->lat_batches, &env->lat_batch_logical, err));
+    FR_TRY(bk_connect(cfg->connect, &env->admin, err));
+    for (int i = 0; i < cfg->producers; i++)
+        FR_TRY(bk_connect(cfg->connect, &env->clients[i], err));
+    return 0;
+}
+
+static void np_env_close(np_env *env)
+{
+    for (int i = 0; i < NP_PRODUCERS_MAX; i++) {
+        firth_close(env->clients[i]);
+        firth_batch_free(env->batches[i]);
+    }
+    for (int i = 0; i < NP_PRODUCERS_MAX * NP_RING; i++) firth_batch_free(env->lat_batches[i]);
+    if (env->admin) {
+        firth_error fe;
+        firth_drop_database(env->admin, "bench_net", true, true, &fe);
+    }
+    firth_close(env->admin);
+}
+
+/* Everything measured for one codec. */
+typedef struct np_codec_runs {
+    np_max max[BK_REPS_MAX];
+    np_lat lat;
+} np_codec_runs;
+
+static double np_cores(double cpu, double secs) { return cpu >= 0 ? cpu / secs : -1; }
+
+static json_t *np_max_json(const np_config *cfg, const char *codec, const np_max *r,
+                           double *phys_med, double *logical_med)
+{
+    int reps = (int)cfg->reps;
+    double rows_s[BK_REPS_MAX], log_mb[BK_REPS_MAX], phys[BK_REPS_MAX], p50[BK_REPS_MAX];
+    double p99[BK_REPS_MAX], cores[BK_REPS_MAX], score[BK_REPS_MAX];
+    json_t *each = json_array();
+    for (int i = 0; i < reps; i++) {
+        rows_s[i] = (double)r[i].rows / r[i].seconds;
+        log_mb[i] = (double)r[i].logical_bytes / r[i].seconds / 1e6;
+        phys[i] = (double)r[i].log_bytes / r[i].seconds / 1e6;
+        p50[i] = r[i].ack_p50_ms;
+        p99[i] = r[i].ack_p99_ms;
+        cores[i] = np_cores(r[i].cpu_seconds, r[i].seconds);
+        score[i] = np_cores(r[i].server_cpu_seconds, r[i].seconds);
+        json_array_append_new(each, json_pack("{s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:f, s:f}",
+            "seconds", r[i].seconds, "client_cpu_seconds", r[i].cpu_seconds,
+            "server_cpu_seconds", r[i].server_cpu_seconds, "rows", (json_int_t)r[i].rows,
+            "appends", (json_int_t)r[i].appends, "logical_bytes",
+            (json_int_t)r[i].logical_bytes, "log_bytes", (json_int_t)r[i].log_bytes,
+            "ack_p50_ms", p50[i], "ack_p99_ms", p99[i]));
+    }
+    *phys_med = bk_median(phys, reps);
+    *logical_med = bk_median(log_mb, reps);
+    return json_pack("{s:o, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f}}", "reps", each, "median",
+                     "rows_per_s", bk_median(rows_s, reps), "logical_mb_per_s", *logical_med,
+                     "physical_mb_per_s", *phys_med, "ack_p50_ms", bk_median(p50, reps),
+                     "ack_p99_ms", bk_median(p99, reps), "client_cores",
+                     bk_median(cores, reps), "server_cores", bk_median(score, reps));
+}
+
+static json_t *np_lat_json(const np_lat *l)
+{
+    return json_pack("{s:f, s:f, s:f, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+                     "target_logical_mb_per_s", l->target_mb_s, "achieved_logical_mb_per_s",
+                     l->achieved_mb_s, "seconds", l->seconds, "rows", (json_int_t)l->rows,
+                     "appends", (json_int_t)l->appends, "samples", (json_int_t)l->samples,
+                     "e2e_p50_ms", l->e2e_p50_ms, "e2e_p99_ms", l->e2e_p99_ms, "e2e_max_ms",
+                     l->e2e_max_ms, "ack_p50_ms", l->ack_p50_ms, "ack_p99_ms", l->ack_p99_ms,
+                     "client_cores", np_cores(l->cpu_seconds, l->seconds), "server_cores",
+                     np_cores(l->server_cpu_seconds, l->seconds));
+}
+
+static void np_print_codec(const char *codec, json_t *max, const np_lat *l, double dd_med)
+{
+    json_t *m = json_object_get(max, "median");
+    double phys = bk_json_number(m, "physical_mb_per_s");
+    printf("  firth %-5s %10.0f rows/s  %7.1f MB/s logical  %7.1f MB/s physical  %5.1f%% of dd\n"
+           "               ack p50 %.1f ms p99 %.1f ms; cores busy: client %.2f, server %.2f\n"
+           "        at %.1f MB/s (asked %.1f): end-to-end p50 %.2f ms p99 %.2f ms max %.2f ms"
+           " (%lld samples); ack p50 %.2f ms p99 %.2f ms\n",
+           codec, bk_json_number(m, "rows_per_s"), bk_json_number(m, "logical_mb_per_s"), phys,
+           dd_med > 0 ? 100 * phys / dd_med : 0.0, bk_json_number(m, "ack_p50_ms"),
+           bk_json_number(m, "ack_p99_ms"), bk_json_number(m, "client_cores"),
+           bk_json_number(m, "server_cores"), l->achieved_mb_s, l->target_mb_s, l->e2e_p50_ms,
+           l->e2e_p99_ms, l->e2e_max_ms, (long long)l->samples, l->ack_p50_ms, l->ack_p99_ms);
+}
+
+static void np_targets(const np_config *cfg, const char *codec, double phys, double dd_med,
+                       const np_lat *l, json_t *targets)
+{
+    char name[64], what[256];
+    if (!cfg->skip_disk) {
+        snprintf(name, sizeof name, "net_produce_%s_vs_disk", codec);
+        snprintf(what, sizeof what, "firth server physical MB/s (%s, %lld producers over "
+                 "firth://, acks after fsync) / dd conv=fdatasync MB/s", codec,
+                 (long long)cfg->producers);
+        bk_target t = {.name = name, .what = what, .figure = phys / dd_med,
+                       .target = NP_TARGET_DISK};
+        json_array_append_new(targets, bk_target_json(&t));
+    }
+    snprintf(name, sizeof name, "net_produce_%s_e2e_p99_ms", codec);
+    snprintf(what, sizeof what, "end-to-end p99 ms, produce call to consumer receipt (%s, "
+             "long poll) at half the maximum throughput", codec);
+    bk_target t = {.name = name, .what = what, .figure = l->e2e_p99_ms,
+                   .target = NP_TARGET_P99_MS, .lower_is_better = true};
+    json_array_append_new(targets, bk_target_json(&t));
+}
+
+static int np_report(const np_config *cfg, const np_env *env, double *dd, char (*dd_rate)[32],
+                     np_codec_runs *runs, fr_error *err)
+{
+    double dd_med = cfg->skip_disk ? 0 : bk_median(dd, (int)cfg->reps);
+    json_t *jruns = json_array(), *targets = json_array(), *jdd = json_array();
+    json_t *jrates = json_array();
+    for (int i = 0; !cfg->skip_disk && i < cfg->reps; i++) {
+        json_array_append_new(jdd, json_real(dd[i]));
+        json_array_append_new(jrates, json_string(dd_rate[i]));
+    }
+    printf("net produce (medians of %lld, MB = 10^6 bytes):\n", (long long)cfg->reps);
+    if (!cfg->skip_disk) printf("  disk  dd bs=1M conv=fdatasync %.1f MB/s\n", dd_med);
+    for (int c = 0; c < cfg->ncodecs; c++) {
+        double phys = 0, logical = 0;
+        json_t *max = np_max_json(cfg, cfg->codecs[c], runs[c].max, &phys, &logical);
+        np_print_codec(cfg->codecs[c], max, &runs[c].lat, dd_med);
+        np_targets(cfg, cfg->codecs[c], phys, dd_med, &runs[c].lat, targets);
+        json_array_append_new(jruns, json_pack("{s:s, s:o, s:o}", "compression",
+            cfg->codecs[c], "max", max, "latency",
+            np_lat_json(&runs[c].lat)));
+    }
+    json_t *doc = json_pack(
+        "{s:s, s:o, s:{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I},"
+        " s:{s:o, s:o, s:f}, s:o, s:o}",
+        "benchmark", "net_produce", "host", bk_host_json(), "config", "api",
+        cfg->writer_api ? "firth_writer" : "firth_produce", "linger_ms",
+        (json_int_t)cfg->linger_ms, "writer_batch_bytes", (json_int_t)cfg->writer_batch_bytes,
+        "mib_per_rep",
+        (json_int_t)cfg->mb, "reps", (json_int_t)cfg->reps, "producers",
+        (json_int_t)cfg->producers, "batch_rows", (json_int_t)cfg->batch_rows,
+        "batch_logical_bytes", (json_int_t)env->batch_logical, "latency_batch_rows",
+        (json_int_t)cfg->latency_batch_rows, "latency_ms", (json_int_t)cfg->latency_ms,
+        "buckets", (json_int_t)cfg->buckets, "flush", "append (server)", "seed",
+        (json_int_t)cfg->seed, "disk", "dd_mb_per_s", jdd, "dd_reported", jrates,
+        "dd_mb_per_s_median", dd_med, "runs", jruns, "targets", targets);
+    int rc = cfg->out ? bk_json_write(doc, cfg->out, err) : 0;
+    json_decref(doc);
+    return rc;
+}
+
+static int np_run_all(const np_config *cfg, np_env *env, double *dd, char (*dd_rate)[32],
+                      np_codec_runs *runs, fr_error *err)
+{
+    for (int rep = 0; rep < cfg->reps; rep++) {
+        printf("  rep %d/%lld:", rep + 1, (long long)cfg->reps);
+        if (!cfg->skip_disk) {
+            FR_TRY(bk_run_dd(cfg->dir, cfg->mb, &dd[rep], dd_rate[rep], sizeof dd_rate[rep],
+                             err));
+            printf(" dd %.1f MB/s", dd[rep]);
+        }
+        for (int c = 0; c < cfg->ncodecs; c++) {
+            np_max *r = &runs[c].max[rep];
+            FR_TRY(np_run_max(env, cfg->codecs[c], rep, r, err));
+            printf(", %s %.1f MB/s physical", cfg->codecs[c],
+                   (double)r->log_bytes / r->seconds / 1e6);
+        }
+        printf("\n");
+        fflush(stdout);
+    }
+    for (int c = 0; c < cfg->ncodecs; c++) {
+        double mb[BK_REPS_MAX];
+        for (int rep = 0; rep < cfg->reps; rep++)
+            mb[rep] = (double)runs[c].max[rep].logical_bytes / runs[c].max[rep].seconds / 1e6;
+        double half = bk_median(mb, (int)cfg->reps) / 2;
+        FR_TRY(np_run_latency(env, cfg->codecs[c], half, &runs[c].lat, err));
+        printf("  %s at %.1f MB/s: end-to-end p50 %.2f ms, p99 %.2f ms\n", cfg->codecs[c],
+               runs[c].lat.achieved_mb_s, runs[c].lat.e2e_p50_ms, runs[c].lat.e2e_p99_ms);
+        fflush(stdout);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    np_config cfg;
+    np_env env = {0};
+    fr_error err = {0};
+    static np_codec_runs runs[NP_CODECS_MAX];
+    double dd[BK_REPS_MAX] = {0};
+    char dd_rate[BK_REPS_MAX][32] = {{0}};
+    int rc;
+    if (np_parse_args(argc, argv, &cfg, &err) < 0) {
+        fprintf(stderr, "bench_net_produce: %s\n", err.msg);
+        np_usage();
+        return 2;
+    }
+    if (cfg.dir) FR_GOTO(fr_mkdirs(cfg.dir, &err));
+    FR_GOTO(np_env_open(&cfg, &env, &err));
+    printf("net produce: %s, %d columns, %lld logical bytes/row, %lld producers (%s) x %lld-row "
+           "batches, %lld MiB per run, %lld bucket(s), acks after fsync\n", cfg.connect,
+           BK_COLUMNS, (long long)(env.batch_logical / cfg.batch_rows),
+           (long long)cfg.producers, cfg.writer_api ? "firth_writer" : "firth_produce",
+           (long long)cfg.batch_rows, (long long)cfg.mb, (long long)cfg.buckets);
+    FR_GOTO(np_run_all(&cfg, &env, dd, dd_rate, runs, &err));
+    FR_GOTO(np_report(&cfg, &env, dd, dd_rate, runs, &err));
+fail:
+    np_env_close(&env);
+    if (rc < 0) fprintf(stderr, "bench_net_produce: %s (%s)\n", err.msg, fr_strcode(rc));
+    return rc < 0 ? 1 : 0;
+}
