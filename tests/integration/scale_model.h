@@ -39,7 +39,8 @@ enum { SM_KEYED, SM_SPREAD, SM_KV, SM_TABLES };
 #define SM_BUCKETS_MAX 8
 #define SM_ROWS_MAX 48       /* rows per call at most */
 #define SM_KEYS 64           /* keys per kv producer */
-#define SM_PAD_MAX 40
+#define SM_PAD_MAX 40         /* pad letters of a row at most */
+#define SM_PAD_BIG 3000        /* of a row of a producer with big rows */
 
 static const char *const SM_TABLE[SM_TABLES] = {"scale.keyed", "scale.spread", "scale.kv"};
 static const int SM_NBUCKETS[SM_TABLES] = {8, 4, 8};
@@ -73,10 +74,10 @@ static inline int64_t sm_chk(int64_t id)
     return (int64_t)(ik_rand(&s) >> 1);
 }
 
-/* pad of row id: 0..SM_PAD_MAX letters, a function of id. */
-static inline int sm_pad(int64_t id, char *out)
+/* pad of row id: 0..max letters, a function of id. */
+static inline int sm_pad(int64_t id, int max, char *out)
 {
-    int n = (int)((uint64_t)sm_chk(id) % (SM_PAD_MAX + 1));
+    int n = (int)((uint64_t)sm_chk(id) % (uint64_t)(max + 1));
     for (int i = 0; i < n; i++) out[i] = (char)('a' + (id + i) % 26);
     out[n] = '\0';
     return n;
@@ -109,6 +110,7 @@ typedef struct sm_producer {
     uint64_t rng;
     bool one_call;           /* firth_produce / firth_upsert per call instead of a writer */
     int64_t writer_id;
+    int pad_max;             /* pad letters of its rows at most */
     int64_t rows_acked;
     pthread_t thread;
     struct sm_world *world;
@@ -123,6 +125,7 @@ typedef struct sm_world {
     int calls_max;
     int pause_max_ms;        /* a producer pauses 0..this between calls */
     int writer_retries;
+    int big_rows_every;      /* every so many producers write rows of SM_PAD_BIG (0: none) */
     atomic_bool stop;        /* producers stop making calls (crash test) */
     atomic_int epoch;        /* bumped at each restart of the server (crash test) */
     atomic_int acked_calls;
@@ -180,8 +183,8 @@ static inline firth_batch *sm_make_call(sm_producer *p, int c)
     } else {
         for (int r = 0; r < n; r++) {
             int64_t id = sm_id(p->index, c, r);
-            char pad[SM_PAD_MAX + 1];
-            int len = sm_pad(id, pad);
+            char pad[SM_PAD_BIG + 1];
+            int len = sm_pad(id, p->pad_max, pad);
             rc |= fr_builder_append_i64(bld, 0, id, &err);
             rc |= fr_builder_append_i64(bld, 1, p->index, &err);
             rc |= fr_builder_append_i64(bld, 2, c, &err);
@@ -299,6 +302,7 @@ static inline void sm_world_init(sm_world *w, const char *program, const char *t
         p->rng = seed * 1000003 + (uint64_t)i;
         p->one_call = i % 8 >= 8 - one_call_per_8;
         p->writer_id = 1000000 + i; /* the one-call producers' id; writers choose their own */
+        p->pad_max = SM_PAD_MAX;
         p->world = w;
     }
 }
@@ -318,6 +322,9 @@ static inline void sm_world_free(sm_world *w)
 
 static inline void sm_producers_start(sm_world *w)
 {
+    for (int i = 0; i < w->nproducers; i++)
+        if (w->big_rows_every > 0 && i % w->big_rows_every == 0)
+            w->producers[i].pad_max = SM_PAD_BIG;
     for (int i = 0; i < w->nproducers; i++)
         if (pthread_create(&w->producers[i].thread, NULL, sm_producer_main, &w->producers[i]))
             IK_FATAL("cannot start producer thread %d", i);
@@ -385,9 +392,10 @@ static inline void sm_log_row(sm_reader *r, int bucket, int64_t offset, const fi
     int p = (int)ik_cell_i64(b, 1, row), c = (int)ik_cell_i64(b, 2, row);
     int rr = (int)ik_cell_i64(b, 3, row);
     int64_t chk = ik_cell_i64(b, 4, row);
-    char pad[256], want[SM_PAD_MAX + 1];
+    char pad[SM_PAD_BIG + 2], want[SM_PAD_BIG + 1];
     bool has_pad = ik_cell_str(b, 5, row, pad, sizeof pad);
-    sm_pad(id, want);
+    sm_producer *owner = sm_producer_of(r->w, r->table, p);
+    sm_pad(id, owner ? owner->pad_max : SM_PAD_MAX, want);
     if (id != sm_id(p, c, rr) || chk != sm_chk(id) || !has_pad || strcmp(pad, want) != 0) {
         ik_fail("%s: bucket %d offset %lld: a corrupt row (id %lld p %d c %d r %d chk %lld "
                 "pad '%s')", r->name, bucket, (long long)offset, (long long)id, p, c, rr,

@@ -118,6 +118,9 @@ int main(void)
     sm_world_init(&world, program, srv.target, PRODUCERS, tables, 2, 20000, 2, seed);
     world.pause_max_ms = 4;
     world.writer_retries = 40; /* backoff doubling to 5 s: minutes, longer than a restart */
+    /* Rows of up to 3,000 bytes from every fourth producer: batches of many pages, which a
+     * SIGKILL can cut in the middle of their write, leaving a torn tail for recovery to cut. */
+    world.big_rows_every = 4;
 
     follower fol[2];
     int64_t started = ik_now_ms();
