@@ -32,13 +32,21 @@ typedef struct fr_engine_options {
     /* Background auto-partitioning pass (creating coming partitions, dropping expired
      * ones); default 10 min, 0 off. It also runs once at open. */
     int64_t auto_partition_check_interval_ms;
+    /* The KV stores of primary-key tables. Each store's state is flushed (made durable, so
+     * that reopening replays a short tail of the changelog) by the background thread when
+     * its oldest unflushed change is kv_flush_interval_ms old (`kv.flush.interval`, default
+     * 10 min, 0 off) or kv_flush_records changelog records are unflushed (`kv.flush.records`,
+     * default 1,000,000, 0 off); the thread looks every 5 s or interval, whichever is less. */
+    int64_t kv_flush_interval_ms;
+    int64_t kv_flush_records;
 } fr_engine_options;
 
 void fr_engine_options_default(fr_engine_options *o);
 /* Sets one configuration key from its text (docs/CONFIGURATION.md): "log.flush" (append,
  * interval, none), "log.flush.interval" (a duration), "log.segment.bytes" (a size),
- * "log.retention.check-interval" (a duration, 0 off). An unknown key or a bad value is
- * FR_EINVAL with a message naming the key; o is then unchanged. */
+ * "log.retention.check-interval" (a duration, 0 off), "kv.flush.interval" (a duration, 0
+ * off), "kv.flush.records" (a count, 0 off). An unknown key or a bad value is FR_EINVAL with a
+ * message naming the key; o is then unchanged. */
 int fr_engine_options_set(fr_engine_options *o, const char *key, const char *value,
                           fr_error *err);
 /* The i-th configuration key (0-based), or NULL past the last. */
@@ -206,7 +214,15 @@ fr_log *fr_table_log(fr_table *t, int bucket);
  * would otherwise keep its unflushed tail), and close runs it once more. */
 int fr_engine_flush(fr_engine *e, fr_error *err);
 
-/* Runs retention on every table now (the server also runs it on a timer). */
+/* Flushes every open KV store now (fr_kv_flush): afterwards reopening the data dir replays
+ * no changelog written before the call. The background thread flushes the stores that are
+ * due (fr_engine_options.kv_flush_*); close flushes them all. */
+int fr_engine_flush_kv(fr_engine *e, fr_error *err);
+
+/* Runs retention on every table now (the server also runs it on a timer). For a
+ * primary-key table a bucket's segments go only once its KV state up to them is on disk:
+ * when something may be removed, the store is flushed first (fr_kv_enforce_log_retention),
+ * so recovery never needs a removed segment. */
 int fr_engine_enforce_retention(fr_engine *e, fr_error *err);
 /* The same as of now_ms (tests use a clock of their own); *removed (may be NULL) gets the
  * number of segments deleted. */
@@ -300,6 +316,8 @@ typedef struct fr_bucket_stats {
     int64_t log_bytes;
     bool has_kv;
     int64_t kv_bytes, kv_keys;                /* fr_kv_size_bytes, fr_kv_num_keys */
+    int64_t kv_applied_offset;                /* fr_kv_applied_offset, -1 without a store */
+    int64_t kv_persisted_offset;              /* fr_kv_persisted_offset, -1 without one */
 } fr_bucket_stats;
 int fr_table_bucket_stats(fr_table *t, int64_t partition_id, int bucket, fr_bucket_stats *out,
                           fr_error *err);

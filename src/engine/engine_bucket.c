@@ -172,7 +172,8 @@ fail:
 int fr_table_bucket_stats(fr_table *t, int64_t partition_id, int bucket, fr_bucket_stats *out,
                           fr_error *err)
 {
-    *out = (fr_bucket_stats){.log_start_offset = -1, .log_end_offset = -1};
+    *out = (fr_bucket_stats){.log_start_offset = -1, .log_end_offset = -1,
+                             .kv_applied_offset = -1, .kv_persisted_offset = -1};
     fr_tpart *p = NULL;
     FR_TRY(write_partition(t, partition_id, &p, err));
     fr_log *log = NULL;
@@ -197,6 +198,8 @@ int fr_table_bucket_stats(fr_table *t, int64_t partition_id, int bucket, fr_buck
             out->has_kv = true;
             out->kv_bytes = fr_kv_size_bytes(kv);
             out->kv_keys = fr_kv_num_keys(kv);
+            out->kv_applied_offset = fr_kv_applied_offset(kv);
+            out->kv_persisted_offset = fr_kv_persisted_offset(kv);
         }
         pthread_mutex_unlock(mu);
     }

@@ -1,7 +1,8 @@
 /* engine_config.c — the engine's configuration keys ("log.flush", "log.flush.interval",
- * "log.segment.bytes", "log.retention.check-interval"): parsing one key's text value into
- * fr_engine_options, for the command line, the public API and later the server's config
- * file. docs/CONFIGURATION.md lists the keys with their defaults and meanings; a key added
+ * "log.segment.bytes", "log.retention.check-interval", and the KV stores'
+ * "kv.flush.interval", "kv.flush.records"):
+ * parsing one key's text value into fr_engine_options, for the command line, the public API
+ * and later the server's config file. docs/CONFIGURATION.md lists the keys with their defaults and meanings; a key added
  * here is added there.
  *
  * A value is checked against the same limits the engine and the log apply when they open,
@@ -63,6 +64,26 @@ static int set_retention_check(fr_engine_options *o, const char *key, const char
     return set_duration(key, value, 0, &o->retention_check_interval_ms, err);
 }
 
+static int set_kv_flush_interval(fr_engine_options *o, const char *key, const char *value,
+                                 fr_error *err)
+{
+    /* 0 leaves the stores to the record count, RocksDB's own flushes and close. */
+    return set_duration(key, value, 0, &o->kv_flush_interval_ms, err);
+}
+
+static int set_kv_flush_records(fr_engine_options *o, const char *key, const char *value,
+                                fr_error *err)
+{
+    int64_t n;
+    fr_error perr = {0};
+    if (fr_parse_i64(value, &n, &perr) < 0)
+        return fr_fail(err, FR_EINVAL, "%s: %s", key, perr.msg);
+    FR_CHECK(n >= 0, FR_EINVAL, err, "%s: %s is negative; give a count of records, or 0 "
+             "for no limit", key, value);
+    o->kv_flush_records = n;
+    return FR_OK;
+}
+
 typedef struct engine_key {
     const char *key;
     int (*set)(fr_engine_options *o, const char *key, const char *value, fr_error *err);
@@ -73,6 +94,8 @@ static const engine_key ENGINE_KEYS[] = {
     {"log.flush.interval", set_flush_interval},
     {"log.segment.bytes", set_segment_bytes},
     {"log.retention.check-interval", set_retention_check},
+    {"kv.flush.interval", set_kv_flush_interval},
+    {"kv.flush.records", set_kv_flush_records},
 };
 #define ENGINE_NKEYS ((int)(sizeof ENGINE_KEYS / sizeof ENGINE_KEYS[0]))
 
@@ -84,7 +107,8 @@ int fr_engine_options_set(fr_engine_options *o, const char *key, const char *val
         if (strcmp(ENGINE_KEYS[i].key, key) == 0) return ENGINE_KEYS[i].set(o, key, value, err);
     return fr_fail(err, FR_EINVAL,
                    "unknown configuration key '%s'; the keys are log.flush, log.flush.interval, "
-                   "log.segment.bytes and log.retention.check-interval",
+                   "log.segment.bytes, log.retention.check-interval, kv.flush.interval and "
+                   "kv.flush.records",
                    key);
 }
 

@@ -21,6 +21,10 @@
 
 #define FR_RETENTION_INTERVAL_DEFAULT_MS (5 * 60 * 1000)
 #define FR_AUTO_PARTITION_INTERVAL_DEFAULT_MS (10 * 60 * 1000)
+#define FR_KV_FLUSH_INTERVAL_DEFAULT_MS (10 * 60 * 1000)
+#define FR_KV_FLUSH_RECORDS_DEFAULT 1000000
+/* How often the background thread looks for KV stores whose flush is due, at most. */
+#define FR_KV_FLUSH_CHECK_MS 5000
 
 void fr_engine_options_default(fr_engine_options *o)
 {
@@ -30,6 +34,18 @@ void fr_engine_options_default(fr_engine_options *o)
     o->segment_bytes = 1LL << 30;
     o->retention_check_interval_ms = FR_RETENTION_INTERVAL_DEFAULT_MS;
     o->auto_partition_check_interval_ms = FR_AUTO_PARTITION_INTERVAL_DEFAULT_MS;
+    o->kv_flush_interval_ms = FR_KV_FLUSH_INTERVAL_DEFAULT_MS;
+    o->kv_flush_records = FR_KV_FLUSH_RECORDS_DEFAULT;
+}
+
+/* The period of the background KV flush check: often enough for the record limit, never
+ * longer than the age limit; 0 when both are off. */
+static int64_t kv_flush_check_ms(const fr_engine_options *o)
+{
+    if (o->kv_flush_interval_ms <= 0 && o->kv_flush_records <= 0) return 0;
+    if (o->kv_flush_interval_ms > 0 && o->kv_flush_interval_ms < FR_KV_FLUSH_CHECK_MS)
+        return o->kv_flush_interval_ms;
+    return FR_KV_FLUSH_CHECK_MS;
 }
 
 const char *fr_engine_data_dir(const fr_engine *e) { return e->data_dir; }
@@ -205,7 +221,7 @@ static void init_stop_signal(fr_engine *e)
 static int start_retention(fr_engine *e, fr_error *err)
 {
     if (e->opts.retention_check_interval_ms <= 0 && e->opts.auto_partition_check_interval_ms <= 0 &&
-        e->opts.flush != FR_FLUSH_INTERVAL)
+        e->opts.flush != FR_FLUSH_INTERVAL && kv_flush_check_ms(&e->opts) == 0)
         return FR_OK;
     int rc = pthread_create(&e->retention_thread, NULL, retention_main, e);
     FR_CHECK(rc == 0, FR_EIO, err, "start the retention thread: %s", strerror(rc));
@@ -288,6 +304,10 @@ void fr_engine_close(fr_engine *e)
      * was appended is made durable here all the same. */
     fr_error ferr = {0};
     if (e->opts.flush != FR_FLUSH_NONE && e->tables && fr_engine_flush(e, &ferr) < 0)
+        FR_WARN("closing the engine: %s", ferr.msg);
+    /* The KV stores close (and flush) with their tables; flushing them here too makes the
+     * state durable even for a table a caller still holds. */
+    if (e->tables && fr_engine_kv_flush_pass(e, true, &ferr) < 0)
         FR_WARN("closing the engine: %s", ferr.msg);
     if (e->link) { /* tables still held can no longer reach the catalog */
         pthread_mutex_lock(&e->link->mu);
@@ -646,6 +666,33 @@ int fr_engine_get_table(fr_engine *e, const char *db, const char *name, fr_table
 
 /* ---- retention ------------------------------------------------------------------------- */
 
+/* Whether the log's retention may remove a segment as of now_ms: it has more than one, and
+ * its first batch is past table.log.ttl or it holds more than table.log.retention.bytes. A
+ * cheap test that spares the flush of a primary-key bucket when nothing can go. */
+static bool retention_may_remove(const fr_table *t, fr_log *log, int64_t now_ms)
+{
+    if (fr_log_num_segments(log) < 2) return false;
+    if (t->conf.retention_bytes >= 0 && fr_log_size_bytes(log) > t->conf.retention_bytes)
+        return true;
+    if (t->conf.ttl_ms < 0) return false;
+    int64_t first_kept = 0;
+    fr_error err = {0};
+    if (fr_log_offset_for_time(log, now_ms - t->conf.ttl_ms, &first_kept, &err) < 0)
+        return true; /* let the retention itself look */
+    return first_kept > fr_log_start_offset(log);
+}
+
+/* A primary-key bucket: its segments go through its KV store, which keeps what recovery
+ * needs. The store is opened for it (a recovery) only when something may go. */
+static int pk_bucket_retention(fr_table *t, fr_tpart *p, int b, fr_log *log, int64_t now_ms,
+                               int *removed, fr_error *err)
+{
+    if (!retention_may_remove(t, log, now_ms)) return FR_OK;
+    fr_kv *kv = NULL;
+    FR_TRY(fr_tpart_kv(t, p, b, true, &kv, err));
+    return kv ? fr_kv_enforce_log_retention(kv, now_ms, removed, err) : FR_OK;
+}
+
 static int part_retention(fr_table *t, fr_tpart *p, int64_t now_ms, int *removed,
                           fr_error *err)
 {
@@ -655,7 +702,10 @@ static int part_retention(fr_table *t, fr_tpart *p, int64_t now_ms, int *removed
         fr_error e2 = {0};
         int r = fr_tpart_log(t, p, b, true, &log, &e2);
         int n = 0;
-        if (r == FR_OK && log) r = fr_log_enforce_retention(log, now_ms, &n, &e2);
+        if (r == FR_OK && log && t->conf.npk > 0)
+            r = pk_bucket_retention(t, p, b, log, now_ms, &n, &e2);
+        else if (r == FR_OK && log)
+            r = fr_log_enforce_retention(log, now_ms, &n, &e2);
         *removed += n;
         if (r < 0 && rc == FR_OK) { /* keep going: one bad bucket must not stop the rest */
             rc = r;
@@ -667,10 +717,6 @@ static int part_retention(fr_table *t, fr_tpart *p, int64_t now_ms, int *removed
 
 static int table_retention(fr_table *t, int64_t now_ms, int *removed, fr_error *err)
 {
-    /* A primary-key bucket's log is also what its KV store recovers from: RocksDB writes
-     * without a WAL, so the changelog after the last memtable flush must stay. Until the KV
-     * store can be made durable on demand before segments go, its log is kept whole. */
-    if (t->conf.npk > 0) return FR_OK;
     if (t->conf.npart == 0) return part_retention(t, NULL, now_ms, removed, err);
     fr_tpart **parts = NULL;
     int n = 0;
@@ -688,7 +734,7 @@ static int table_retention(fr_table *t, int64_t now_ms, int *removed, fr_error *
     return rc;
 }
 
-int fr_engine_enforce_retention_at(fr_engine *e, int64_t now_ms, int *removed, fr_error *err)
+int fr_engine_tables_snapshot(fr_engine *e, fr_table ***out, int *count, fr_error *err)
 {
     pthread_mutex_lock(&e->mu);
     int n = e->ntables;
@@ -698,7 +744,17 @@ int fr_engine_enforce_retention_at(fr_engine *e, int64_t now_ms, int *removed, f
         fr_table_retain(snap[i]);
     }
     pthread_mutex_unlock(&e->mu);
-    FR_CHECK(snap, FR_ENOMEM, err, "out of memory running retention");
+    FR_CHECK(snap, FR_ENOMEM, err, "out of memory listing the tables");
+    *out = snap;
+    *count = n;
+    return FR_OK;
+}
+
+int fr_engine_enforce_retention_at(fr_engine *e, int64_t now_ms, int *removed, fr_error *err)
+{
+    fr_table **snap = NULL;
+    int n = 0;
+    FR_TRY(fr_engine_tables_snapshot(e, &snap, &n, err));
     int rc = FR_OK, total = 0;
     for (int i = 0; i < n; i++) {
         fr_error e2 = {0};
@@ -735,6 +791,11 @@ static int run_retention(fr_engine *e, fr_error *err)
 
 static int run_flush(fr_engine *e, fr_error *err) { return fr_engine_flush(e, err); }
 
+static int run_kv_flush(fr_engine *e, fr_error *err)
+{
+    return fr_engine_kv_flush_pass(e, false, err);
+}
+
 static int run_auto_partition(fr_engine *e, fr_error *err)
 {
     return fr_engine_auto_partition_pass(e, fr_now_ms(), err);
@@ -755,6 +816,7 @@ static void *retention_main(void *arg)
         {"auto-partitioning", e->opts.auto_partition_check_interval_ms, 0, run_auto_partition},
         {"log flush", e->opts.flush == FR_FLUSH_INTERVAL ? e->opts.flush_interval_ms : 0, 0,
          run_flush},
+        {"KV flush", kv_flush_check_ms(&e->opts), 0, run_kv_flush},
     };
     int njobs = (int)(sizeof jobs / sizeof *jobs);
     int64_t now = mono_ms();

@@ -301,6 +301,12 @@ int fr_catalog_parse(fr_engine *e, const char *path, const uint8_t *data, size_t
 /* Releases the catalog's tables and databases (not their files). */
 void fr_catalog_clear(fr_engine *e);
 
+/* A snapshot of the engine's tables, each retained (release each, free the array). */
+int fr_engine_tables_snapshot(fr_engine *e, fr_table ***out, int *count, fr_error *err);
+/* The KV flush pass (engine_flush.c): flushes each open store of every table when `all`, or
+ * when fr_kv_flush_due says so under the engine's kv_flush_* options. */
+int fr_engine_kv_flush_pass(fr_engine *e, bool all, fr_error *err);
+
 /* The table db.name, retained, with e->mu held by the caller (names as users give them). */
 int fr_engine_get_table_locked(fr_engine *e, const char *db, const char *name, fr_table **out,
                                fr_error *err);

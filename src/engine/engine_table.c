@@ -44,6 +44,7 @@ int fr_table_create_obj(int64_t id, const char *db, const char *name, int64_t cr
 
     pthread_mutex_init(&t->parts_mu, NULL);
     fr_pkopt_kv_spec(schemas[nschemas - 1], &t->conf, &t->kv_spec);
+    t->kv_spec.log_unsynced = eo->flush == FR_FLUSH_NONE;
 
     fr_buf path;
     fr_buf_init(&path);

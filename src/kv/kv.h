@@ -10,7 +10,9 @@
  * Invariants: RocksDB's own WAL is off; every RocksDB write batch also stores the log offset
  * up to which the state is applied (meta key), so at open the state is brought up to date by
  * replaying the log's changelog from that offset; after open the state equals the changelog
- * replayed from offset 0. RocksDB keys are a one-byte data prefix followed by fr_key_encode
+ * replayed from offset 0. Log segments go (retention) only once the state up to their end
+ * is on disk (fr_kv_enforce_log_retention), so the log never starts after the offset the
+ * state on disk is applied to; a log that does is FR_ECORRUPT at open. RocksDB keys are a one-byte data prefix followed by fr_key_encode
  * of the primary key columns in declared order (the meta key sorts before them); values are
  * fr_row_encode of the whole row. The merge rules, defaults and every
  * changelog each engine writes are documented in docs/TABLES.md ("Merge engines",
@@ -91,6 +93,8 @@ typedef struct fr_kv_spec {
     fr_changelog_image image;
     fr_compression compression;     /* of the changelog record batches */
     const char *name;               /* for messages: "db.t bucket 3" */
+    bool log_unsynced;              /* the log is never fsynced (FR_FLUSH_NONE): flushes of
+                                       the state do not fsync it first */
 } fr_kv_spec;
 
 typedef struct fr_kv fr_kv;
@@ -109,7 +113,7 @@ int fr_kv_spec_check(const fr_kv_spec *spec, fr_error *err);
  * fr_kv_spec_check, FR_EIO (RocksDB), FR_ECORRUPT, FR_ENOMEM. */
 int fr_kv_open(const char *dir, fr_log *log, const fr_kv_spec *spec, fr_kv **out,
                fr_error *err);
-/* Flushes RocksDB's memtable (so the next open replays less) and closes. NULL is a no-op.
+/* Flushes (as fr_kv_flush, so the next open replays nothing) and closes. NULL is a no-op.
  * No other call may be running. */
 void fr_kv_close(fr_kv *kv);
 /* Tests: closes without flushing, so the writes since the last flush are lost from RocksDB
@@ -176,6 +180,33 @@ int fr_kv_scan(fr_kv *kv, const int *columns, int ncolumns, const fr_expr *filte
  * keys (for metrics and DESCRIBE; the key count is exact for FULL changelog images, RocksDB's
  * estimate for WAL images, where upserts are not looked up). */
 int64_t fr_kv_applied_offset(fr_kv *kv);
+
+/* ---- durability of the state ------------------------------------------------------------ */
+
+/* Makes the state durable: first the log up to the applied offset (fr_log_flush; skipped
+ * when spec.log_unsynced), so that the state on disk is never ahead of a durable log, then
+ * RocksDB's memtables, waiting for the flush to finish. Afterwards the persisted offset is
+ * at least the applied offset as of the call. Writes and reads go on meanwhile; concurrent
+ * flushes are serialized. FR_EIO when RocksDB or the log fails. */
+int fr_kv_flush(fr_kv *kv, fr_error *err);
+/* The applied offset known to be on disk: recovery replays the changelog from at most here
+ * (RocksDB may have flushed more on its own). At open it is the offset read from disk;
+ * fr_kv_flush raises it. Always <= fr_kv_applied_offset. */
+int64_t fr_kv_persisted_offset(fr_kv *kv);
+/* Whether the unflushed tail is past a limit: at least max_records changelog records past
+ * the persisted offset (<= 0: no limit), or a change not persisted for max_age_ms or more
+ * (<= 0: no limit). For a periodic flush that bounds what the next open replays. */
+bool fr_kv_flush_due(fr_kv *kv, int64_t max_records, int64_t max_age_ms);
+/* Applies the log's retention (fr_log_enforce_retention, with the log's retention options)
+ * without removing changelog that recovery needs: a segment may go only when it ends at or
+ * below the persisted offset. The log API does not say where segments end, so the store
+ * makes the persisted offset reach the log's end: it flushes (writes going on), then
+ * pauses writes, flushes what they added meanwhile, and enforces the retention before
+ * writes resume; every segment but the active one then ends at or below the persisted
+ * offset. Call it only when the retention may remove something (it flushes every time).
+ * *removed (may be NULL) gets the number of segments removed. FR_ESTATE after a failed
+ * write (reopen first), FR_EIO. */
+int fr_kv_enforce_log_retention(fr_kv *kv, int64_t now_ms, int *removed, fr_error *err);
 int64_t fr_kv_size_bytes(fr_kv *kv);
 int64_t fr_kv_num_keys(fr_kv *kv);
 

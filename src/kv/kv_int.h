@@ -9,8 +9,9 @@
  * the write batches even with its WAL off.
  *
  * Locking: fr_kv.mu serializes writes (and everything a write touches: the pending table,
- * the writer table, `failed`); reads take no lock and use RocksDB snapshots. applied and
- * nkeys are atomics so that readers may look at them without the lock. */
+ * the writer table, `failed`); reads take no lock and use RocksDB snapshots. flush_mu
+ * serializes flushes (lock order: mu, then flush_mu). applied, persisted, nkeys and
+ * dirty_since_ms are atomics so that readers may look at them without a lock. */
 #ifndef FIRTH_KV_INT_H
 #define FIRTH_KV_INT_H
 
@@ -96,8 +97,14 @@ struct fr_kv {
     rocksdb_writeoptions_t *wopts;
     rocksdb_readoptions_t *ropts;
 
+    bool log_unsynced;
+
     pthread_mutex_t mu;
+    pthread_mutex_t flush_mu; /* serializes flushes; taken after mu when both are held */
     _Atomic int64_t applied;
+    _Atomic int64_t persisted;      /* see fr_kv_persisted_offset */
+    _Atomic int64_t dirty_since_ms; /* monotonic ms of the first write since the flush
+                                       began that last cleared it; 0: none */
     _Atomic int64_t nkeys; /* exact for FULL images; -1 when unknown */
     int failed;            /* an FR_E* code once a RocksDB write failed after its append */
     kv_pending pending;
@@ -105,6 +112,14 @@ struct fr_kv {
     int nwriters;
     uint64_t writer_clock;
 };
+
+/* kv_flush.c: what a successful write does for durability (mu held): notes the first
+ * unflushed change's time. */
+void kv_after_write(fr_kv *kv);
+/* Monotonic milliseconds (never 0). */
+int64_t kv_now_ms(void);
+/* Flushes with flush_mu held: the log up to upto, then RocksDB, waiting; persisted := upto. */
+int kv_flush_locked(fr_kv *kv, int64_t upto, fr_error *err);
 
 /* kv_store.c: the meta value, and a RocksDB error turned into an fr_error (frees errptr). */
 void kv_meta_encode(uint8_t out[KV_META_VALUE_LEN], int64_t applied, int64_t nkeys);

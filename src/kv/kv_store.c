@@ -291,11 +291,18 @@ static int kv_recover(fr_kv *kv, fr_error *err)
         applied = 0;
         nkeys = kv->image == FR_CHANGELOG_FULL ? 0 : -1;
     }
+    /* Retention removes segments only below what the state has on disk, so a log that
+     * starts later lost changelog some other way. */
     FR_CHECK(applied >= start, FR_ECORRUPT, err,
-             "%s: the KV state is applied up to offset %lld but the log starts at %lld: the "
-             "changelog in between was removed (by retention?) and the state cannot be recovered",
+             "%s: the KV state on disk is applied up to offset %lld but the log starts at "
+             "%lld: the changelog in between is gone (segment files removed by hand, or a "
+             "KV directory older than the log) and the state cannot be recovered; restore "
+             "both directories from the same backup, or drop the table",
              kv->name, (long long)applied, (long long)start);
-    return kv_replay_log(kv, applied, end, nkeys, err);
+    atomic_store(&kv->persisted, applied);
+    FR_TRY(kv_replay_log(kv, applied, end, nkeys, err));
+    if (atomic_load(&kv->applied) > applied) atomic_store(&kv->dirty_since_ms, kv_now_ms());
+    return FR_OK;
 }
 
 /* ---- open and close --------------------------------------------------------------------- */
@@ -318,6 +325,7 @@ static void kv_destroy(fr_kv *kv)
     if (kv->schema) fr_schema_free(kv->schema);
     fr_free(kv->dir);
     fr_free(kv->name);
+    pthread_mutex_destroy(&kv->flush_mu);
     pthread_mutex_destroy(&kv->mu);
     fr_free(kv);
 }
@@ -331,7 +339,9 @@ int fr_kv_open(const char *dir, fr_log *log, const fr_kv_spec *spec, fr_kv **out
     fr_kv *kv = fr_calloc(1, sizeof *kv);
     if (!kv) return fr_fail(err, FR_ENOMEM, "kv: out of memory opening %s", dir);
     pthread_mutex_init(&kv->mu, NULL);
+    pthread_mutex_init(&kv->flush_mu, NULL);
     kv->log = log;
+    kv->log_unsynced = spec->log_unsynced;
     kv->dir = fr_strdup(dir);
     int rc = kv->dir ? kv_copy_spec(kv, spec, err)
                      : fr_fail(err, FR_ENOMEM, "kv: out of memory opening %s", dir);
@@ -350,18 +360,10 @@ int fr_kv_open(const char *dir, fr_log *log, const fr_kv_spec *spec, fr_kv **out
 void fr_kv_close(fr_kv *kv)
 {
     if (!kv) return;
-    if (kv->db) {
-        rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
-        rocksdb_flushoptions_set_wait(fo, 1);
-        char *errptr = NULL;
-        rocksdb_flush(kv->db, fo, &errptr);
-        rocksdb_flushoptions_destroy(fo);
-        if (errptr) {
-            FR_WARN("%s: RocksDB flush at close failed (the next open replays more): %s",
-                    kv->name, errptr);
-            rocksdb_free(errptr);
-        }
-    }
+    fr_error err = { 0 };
+    if (kv->db && fr_kv_flush(kv, &err) < 0)
+        FR_WARN("%s: flush at close failed (the next open replays more): %s", kv->name,
+                err.msg);
     kv_destroy(kv);
 }
 

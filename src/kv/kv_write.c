@@ -341,6 +341,7 @@ static int kv_write_locked(kv_wctx *w, const fr_batch *rows, const uint8_t *ops,
     }
     atomic_store(&kv->applied, applied);
     atomic_store(&kv->nkeys, nkeys);
+    kv_after_write(kv);
     kv_writer_note(kv, writer_id, seq, base);
     res->changelog_records = w->nrecords;
     res->base_offset = base;

@@ -2,7 +2,8 @@
  * at CREATE TABLE (valid and invalid, as Fluss checks them), kept normalized across reopen;
  * upserts, deletes, point lookups, prefix lookups and state scans routed over buckets and
  * answered in the order asked; the changelog in the log; appends refused; the KV state
- * recovered when the engine opens again. */
+ * recovered when the engine opens again, after a crash too; retention of their changelog
+ * once the state is on disk, and the periodic KV flush. */
 #include "engine_pk_testkit.h"
 
 #include <sys/wait.h>
@@ -608,36 +609,131 @@ static void test_reopen(void **state)
     kit_rmdir(dir);
 }
 
-/* Retention leaves a primary-key table's changelog whole (its KV store recovers from it),
- * while a log table beside it with the same settings loses its old segments. */
-static void test_retention_keeps_changelog(void **state)
+static fr_bucket_stats stats_of(fr_table *t, int64_t partition_id)
+{
+    fr_bucket_stats st;
+    fr_error err = {0};
+    KIT_CHECK(fr_table_bucket_stats(t, partition_id, 0, &st, &err), err);
+    return st;
+}
+
+static void append_round(fr_table *l, int round)
+{
+    pk_row rows[NROWS];
+    for (int i = 0; i < NROWS; i++) rows[i] = row_of(i, round);
+    fr_batch *b = pk_batch(l, rows, NROWS);
+    fr_error err = {0};
+    KIT_CHECK(fr_table_append(l, b, FR_NO_WRITER, -1, NULL, &err), err);
+    fr_batch_free(b);
+}
+
+/* Retention of primary-key tables (one plain, one partitioned) beside a log table: while
+ * the segments are young nothing goes; past table.log.ttl the old segments go once the KV
+ * state up to them is on disk (the store is flushed for it), and the state is whole, after
+ * a reopen too. */
+static void test_retention_pk(void **state)
 {
     (void)state;
     char *dir = kit_tmpdir("pk_retention");
     fr_engine *e = kit_open_with(dir, 4096);
     fr_option opts[] = {{"bucket.num", "1"}, {"table.log.ttl", "1h"}};
     PK_CREATE_OK(e, "t", PK_DT_ID, 2, NULL, 0, opts, 2);
+    PK_CREATE_OK(e, "p", PK_DT_ID, 2, (const char *const[]){"dt"}, 1, opts, 2);
     PK_CREATE_OK(e, "l", NULL, 0, NULL, 0, opts, 2);
-    fr_table *t = kit_table(e, "default", "t"), *l = kit_table(e, "default", "l");
+    fr_table *t = kit_table(e, "default", "t"), *p = kit_table(e, "default", "p"),
+             *l = kit_table(e, "default", "l");
     for (int round = 0; round < 5; round++) {
         put_all(t, round * 100);
-        pk_row rows[NROWS];
-        for (int i = 0; i < NROWS; i++) rows[i] = row_of(i, round);
-        fr_batch *b = pk_batch(l, rows, NROWS);
-        fr_error err = {0};
-        KIT_CHECK(fr_table_append(l, b, FR_NO_WRITER, -1, NULL, &err), err);
-        fr_batch_free(b);
+        put_all(p, round * 100);
+        append_round(l, round);
     }
+    int64_t pa = pk_partition_id(p, "dt=a");
     assert_true(fr_log_num_segments(fr_table_log(t, 0)) > 1);
-    int removed = 0;
+    assert_true(fr_log_num_segments(fr_table_partition_log(p, pa, 0)) > 1);
+    fr_bucket_stats st = stats_of(t, -1);
+    assert_true(st.has_kv && st.kv_applied_offset == st.log_end_offset);
+    assert_true(st.kv_persisted_offset < st.log_end_offset);
+
+    /* Young segments stay, and the stores are not flushed for nothing. */
+    int removed = -1;
     fr_error err = {0};
-    KIT_CHECK(fr_engine_enforce_retention_at(e, fr_now_ms() + 24 * 3600 * 1000LL, &removed, &err),
-              err);
-    assert_true(removed > 0); /* the log table's */
-    assert_int_equal(fr_log_start_offset(fr_table_log(t, 0)), 0);
+    KIT_CHECK(fr_engine_enforce_retention_at(e, fr_now_ms(), &removed, &err), err);
+    assert_int_equal(removed, 0);
+    assert_int_equal(stats_of(t, -1).kv_persisted_offset, st.kv_persisted_offset);
+
+    KIT_CHECK(fr_engine_enforce_retention_at(e, fr_now_ms() + 24 * 3600 * 1000LL, &removed,
+                                             &err), err);
+    assert_true(removed > 0);
     assert_true(fr_log_start_offset(fr_table_log(l, 0)) > 0);
+    st = stats_of(t, -1);
+    assert_true(st.log_start_offset > 0);
+    assert_int_equal(st.kv_persisted_offset, st.log_end_offset);
+    fr_bucket_stats sp = stats_of(p, pa);
+    assert_true(sp.log_start_offset > 0);
+    assert_true(sp.log_start_offset <= sp.kv_persisted_offset);
+    check_lookups(t, 400, 0);
+    check_lookups(p, 400, 0);
     fr_table_release(t);
+    fr_table_release(p);
     fr_table_release(l);
+    fr_engine_close(e);
+
+    e = kit_open(dir);
+    t = kit_table(e, "default", "t");
+    p = kit_table(e, "default", "p");
+    check_lookups(t, 400, 0);
+    check_lookups(p, 400, 0);
+    assert_int_equal(stats_of(t, -1).log_start_offset, st.log_start_offset);
+    pk_got g = pk_state(p, NULL);
+    assert_int_equal(g.n, NROWS);
+    pk_got_free(&g);
+    fr_table_release(t);
+    fr_table_release(p);
+    fr_engine_close(e);
+    kit_rmdir(dir);
+}
+
+/* The background thread flushes a KV store whose oldest unflushed change is older than
+ * kv.flush.interval, and fr_engine_flush_kv flushes every open store at once. */
+static void test_periodic_kv_flush(void **state)
+{
+    (void)state;
+    char *dir = kit_tmpdir("pk_kvflush");
+    fr_engine_options o;
+    fr_engine_options_default(&o);
+    o.data_dir = dir;
+    o.flush = FR_FLUSH_NONE;
+    o.retention_check_interval_ms = 0;
+    o.auto_partition_check_interval_ms = 0;
+    o.kv_flush_interval_ms = 30;
+    fr_engine *e = NULL;
+    fr_error err = {0};
+    KIT_CHECK(fr_engine_open(&o, &e, &err), err);
+    fr_option opts[] = {{"bucket.num", "1"}};
+    PK_CREATE_OK(e, "t", PK_DT_ID, 2, NULL, 0, opts, 1);
+    fr_table *t = kit_table(e, "default", "t");
+    put_all(t, 0);
+    fr_bucket_stats st = stats_of(t, -1);
+    for (int i = 0; i < 400 && st.kv_persisted_offset < st.log_end_offset; i++) {
+        usleep(10 * 1000);
+        st = stats_of(t, -1);
+    }
+    assert_int_equal(st.kv_persisted_offset, st.log_end_offset);
+    fr_table_release(t);
+    fr_engine_close(e);
+
+    /* Without the timed flush, fr_engine_flush_kv does it. */
+    o.kv_flush_interval_ms = 0;
+    o.kv_flush_records = 0;
+    KIT_CHECK(fr_engine_open(&o, &e, &err), err);
+    t = kit_table(e, "default", "t");
+    put_all(t, 100);
+    st = stats_of(t, -1);
+    assert_true(st.kv_persisted_offset < st.log_end_offset);
+    KIT_CHECK(fr_engine_flush_kv(e, &err), err);
+    st = stats_of(t, -1);
+    assert_int_equal(st.kv_persisted_offset, st.log_end_offset);
+    fr_table_release(t);
     fr_engine_close(e);
     kit_rmdir(dir);
 }
@@ -700,8 +796,75 @@ static void test_crash_recovery(void **state)
     kit_rmdir(dir);
 }
 
-int main(void)
+/* The child of test_crash_after_retention, run as a fresh process (RocksDB's background
+ * threads do not survive a fork, and a flush waits for them): writes four rounds, runs
+ * retention as if a day had passed after the third, and dies without closing. */
+static int crash_after_retention_child(const char *dir)
 {
+    fr_engine_options o;
+    fr_engine_options_default(&o);
+    o.data_dir = dir;
+    o.segment_bytes = 4096;
+    o.retention_check_interval_ms = 0;
+    o.kv_flush_interval_ms = 0;
+    o.kv_flush_records = 0;
+    fr_engine *e = NULL;
+    fr_error err = {0};
+    if (fr_engine_open(&o, &e, &err) < 0) return 2;
+    fr_option opts[] = {{"bucket.num", "2"}, {"table.log.ttl", "1h"}};
+    if (pk_create(e, "t", PK_DT_ID, 2, NULL, 0, opts, 2, &err) < 0) return 3;
+    fr_table *t = NULL;
+    if (fr_engine_get_table(e, "default", "t", &t, &err) < 0) return 5;
+    for (int round = 0; round < 4; round++) {
+        pk_row rows[NROWS];
+        for (int i = 0; i < NROWS; i++) rows[i] = row_of(i, round * 100);
+        fr_batch *b = pk_batch(t, rows, NROWS);
+        if (fr_table_put(t, b, NULL, NULL, 0, FR_NO_WRITER, -1, NULL, &err) < 0) return 6;
+        fr_batch_free(b);
+        int removed = 0;
+        if (round == 2 &&
+            (fr_engine_enforce_retention_at(e, fr_now_ms() + 24 * 3600 * 1000LL, &removed,
+                                            &err) < 0 || removed == 0))
+            return 7;
+    }
+    return 0; /* no close: round 3 is in the memtables only */
+}
+
+/* A process that removes old segments of a primary-key table by retention, writes more
+ * and dies without closing: the next open recovers the state from what the KV store had on
+ * disk and the changelog the log kept. */
+static void test_crash_after_retention(void **state)
+{
+    (void)state;
+    char *dir = kit_tmpdir("pk_crash_ret");
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl("/proc/self/exe", "test_engine_pk", "--crash-after-retention", dir, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+
+    fr_engine *e = kit_open(dir);
+    fr_table *t = kit_table(e, "default", "t");
+    assert_true(fr_log_start_offset(fr_table_log(t, 0)) > 0);
+    check_lookups(t, 300, 0);
+    pk_got g = pk_state(t, NULL);
+    assert_int_equal(g.n, NROWS);
+    pk_got_free(&g);
+    fr_table_release(t);
+    fr_engine_close(e);
+    kit_rmdir(dir);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "--crash-after-retention") == 0)
+        _exit(crash_after_retention_child(argv[2]));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_pk),
         cmocka_unit_test(test_create_invalid),
@@ -713,7 +876,9 @@ int main(void)
         cmocka_unit_test(test_bad_writes),
         cmocka_unit_test(test_partial_and_engines),
         cmocka_unit_test(test_reopen),
-        cmocka_unit_test(test_retention_keeps_changelog),
+        cmocka_unit_test(test_retention_pk),
+        cmocka_unit_test(test_periodic_kv_flush),
+        cmocka_unit_test(test_crash_after_retention),
         cmocka_unit_test(test_crash_recovery),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -840,6 +840,8 @@ static void expect_option_error(const char *key, const char *value, const char *
     assert_int_equal(o.flush_interval_ms, before.flush_interval_ms);
     assert_int_equal(o.segment_bytes, before.segment_bytes);
     assert_int_equal(o.retention_check_interval_ms, before.retention_check_interval_ms);
+    assert_int_equal(o.kv_flush_interval_ms, before.kv_flush_interval_ms);
+    assert_int_equal(o.kv_flush_records, before.kv_flush_records);
 }
 
 static void test_options_set(void **state)
@@ -865,6 +867,15 @@ static void test_options_set(void **state)
     assert_int_equal(o.retention_check_interval_ms, 60000);
     KIT_CHECK(fr_engine_options_set(&o, "log.retention.check-interval", "0", &err), err);
     assert_int_equal(o.retention_check_interval_ms, 0);
+    /* The KV stores' keys and their defaults. */
+    assert_int_equal(o.kv_flush_interval_ms, 10 * 60 * 1000);
+    assert_int_equal(o.kv_flush_records, 1000000);
+    KIT_CHECK(fr_engine_options_set(&o, "kv.flush.interval", "30s", &err), err);
+    assert_int_equal(o.kv_flush_interval_ms, 30000);
+    KIT_CHECK(fr_engine_options_set(&o, "kv.flush.interval", "0", &err), err);
+    assert_int_equal(o.kv_flush_interval_ms, 0);
+    KIT_CHECK(fr_engine_options_set(&o, "kv.flush.records", "5000", &err), err);
+    assert_int_equal(o.kv_flush_records, 5000);
 
     expect_option_error("log.flush", "sometimes", "log.flush: 'sometimes' is not a flush policy");
     expect_option_error("log.flush.interval", "0", "log.flush.interval");
@@ -872,10 +883,16 @@ static void test_options_set(void **state)
     expect_option_error("log.segment.bytes", "3gb", "log.segment.bytes");
     expect_option_error("log.segment.bytes", "0", "log.segment.bytes");
     expect_option_error("log.retention.check-interval", "-5s", "log.retention.check-interval");
+    expect_option_error("kv.flush.interval", "-1s", "kv.flush.interval");
+    expect_option_error("kv.flush.records", "-1", "kv.flush.records: -1 is negative");
+    expect_option_error("kv.flush.records", "many", "kv.flush.records");
     expect_option_error("log.flushes", "none", "unknown configuration key 'log.flushes'");
-    for (int i = 0; fr_engine_option_key(i); i++) assert_true(i < 4);
-    assert_string_equal(fr_engine_option_key(0), "log.flush");
-    assert_null(fr_engine_option_key(4));
+    const char *keys[] = {"log.flush", "log.flush.interval", "log.segment.bytes",
+                          "log.retention.check-interval", "kv.flush.interval",
+                          "kv.flush.records"};
+    int nkeys = (int)(sizeof keys / sizeof *keys);
+    for (int i = 0; i < nkeys; i++) assert_string_equal(fr_engine_option_key(i), keys[i]);
+    assert_null(fr_engine_option_key(nkeys));
 
     /* The engine refuses an interval policy without a positive interval. */
     char *dir = kit_tmpdir("flushopt");
