@@ -3,7 +3,7 @@
 # table, inserts and selects with SQL, appends NDJSON records with `firth produce`, and reads
 # them back with `firth consume`. Each command is printed before its output.
 #
-# Usage: scripts/quickstart.sh FIRTH_BINARY DATA_DIR      (`make run` calls it)
+# Usage: scripts/quickstart.sh FIRTH_BINARY DATA_DIR      (`make quickstart` calls it)
 #
 # Idempotent: the database is created IF NOT EXISTS and the table shop.orders is dropped and
 # created again, so every run starts the table fresh and prints the same rows.
