@@ -104,7 +104,42 @@ typedef struct bucket_read {
     bool first_free;     /* nothing returned yet in the whole response */
 } bucket_read;
 
-/* Reads one bucket from offset into out; *next is where to continue. */
+/* Stored bytes one bucket's projected read may go through in one fetch. A projection's
+ * batches are smaller than the stored ones they come from, so filling a bucket's budget
+ * with them may take reading many times the budget; this bounds that work per request. */
+#define FETCH_SCAN_BYTES_MAX (32 << 20)
+
+/* Adds one stored batch (v, whose bytes start at p) to out, projected when asked. The
+ * budget counts the bytes returned: a batch that would take out past it is left for the
+ * next fetch (*full), except the first batch of the whole response. */
+static int add_batch(const fr_rb_view *v, const uint8_t *p, const bucket_read *br, fr_buf *out,
+                     bool *full, fr_error *err)
+{
+    size_t before = out->len;
+    bool free_pass = before == 0 && br->first_free;
+    if (!br->cols) {
+        if ((int64_t)(before + (size_t)v->length) > br->budget && !free_pass) {
+            *full = true;
+            return FR_OK;
+        }
+        return fr_buf_append(out, p, (size_t)v->length, err);
+    }
+    if (v->schema_id != fr_schema_id(br->schema))
+        return fr_fail(err, FR_EUNSUPPORTED, "the batch at offset %" PRId64 " was written "
+                       "with schema %d, not the current %d: fetch it without a projection",
+                       v->base_offset, v->schema_id, fr_schema_id(br->schema));
+    FR_TRY(fr_rb_project(v, br->schema, br->cols, br->ncols, out, err));
+    if ((int64_t)out->len > br->budget && !free_pass) {
+        out->len = before; /* it goes in the next fetch */
+        *full = true;
+    }
+    return FR_OK;
+}
+
+/* Reads one bucket from offset into out; *next is where to continue. Without a projection
+ * one read of the log up to the budget is enough (batches go as stored); with one, the log
+ * is read on, a budget's worth of stored bytes at a time, until the projected batches fill
+ * the budget, the log ends, or FETCH_SCAN_BYTES_MAX stored bytes were read. */
 static int read_bucket(fr_log *log, int64_t offset, const bucket_read *br, fr_buf *out,
                        int64_t *next, int64_t *records, fr_error *err)
 {
@@ -113,34 +148,37 @@ static int read_bucket(fr_log *log, int64_t offset, const bucket_read *br, fr_bu
     *next = offset;
     *records = 0;
     int64_t want = br->budget > 0 ? br->budget : 1;
-    int rc = fr_log_read_raw(log, offset, want, &raw, err);
-    size_t pos = 0;
-    while (rc == FR_OK && pos < raw.len) {
-        fr_rb_view v;
-        rc = fr_rb_decode(raw.data + pos, raw.len - pos, &v, err);
-        if (rc < 0) break;
-        bool room = (int64_t)(out->len + (size_t)v.length) <= br->budget;
-        if (!room && !(out->len == 0 && br->first_free)) break;
-        pos += (size_t)v.length;
-        int64_t after = v.base_offset + v.record_count;
-        if (after <= offset) continue; /* wholly before the offset asked for */
-        if (!batch_may_match(&v, br->schema, br->filter, br->stats)) {
-            *next = after;
-            continue;
+    int64_t scan_max = br->cols && want < FETCH_SCAN_BYTES_MAX ? FETCH_SCAN_BYTES_MAX : want;
+    int64_t at = offset, scanned = 0;
+    bool full = false;
+    int rc = FR_OK;
+    while (rc == FR_OK && !full && scanned < scan_max) {
+        fr_buf_reset(&raw);
+        rc = fr_log_read_raw(log, at, want, &raw, err);
+        if (rc < 0 || raw.len == 0) break;
+        scanned += (int64_t)raw.len;
+        int64_t at_before = at;
+        size_t pos = 0;
+        while (rc == FR_OK && !full && pos < raw.len) {
+            fr_rb_view v;
+            rc = fr_rb_decode(raw.data + pos, raw.len - pos, &v, err);
+            if (rc < 0) break;
+            const uint8_t *p = raw.data + pos;
+            pos += (size_t)v.length;
+            int64_t after = v.base_offset + v.record_count;
+            if (after <= offset) continue; /* wholly before the offset asked for */
+            if (!batch_may_match(&v, br->schema, br->filter, br->stats)) {
+                *next = at = after;
+                continue;
+            }
+            rc = add_batch(&v, p, br, out, &full, err);
+            if (rc == FR_OK && !full) {
+                *next = at = after;
+                *records += v.record_count;
+            }
         }
-        if (!br->cols) {
-            rc = fr_buf_append(out, raw.data + pos - (size_t)v.length, (size_t)v.length, err);
-        } else if (v.schema_id != fr_schema_id(br->schema)) {
-            rc = fr_fail(err, FR_EUNSUPPORTED, "the batch at offset %" PRId64 " was written "
-                         "with schema %d, not the current %d: fetch it without a projection",
-                         v.base_offset, v.schema_id, fr_schema_id(br->schema));
-        } else {
-            rc = fr_rb_project(&v, br->schema, br->cols, br->ncols, out, err);
-        }
-        if (rc == FR_OK) {
-            *next = after;
-            *records += v.record_count;
-        }
+        /* Stored batches fill the budget in one read; nothing new means the log's end. */
+        if (!br->cols || at == at_before) break;
     }
     fr_buf_free(&raw);
     return rc;

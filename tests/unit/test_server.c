@@ -448,6 +448,91 @@ static void test_produce_fetch(void **state)
     for (int i = 0; i < 3; i++) fr_buf_free(&bytes[i]);
 }
 
+/* A fetch of one bucket with its own byte budget; *resp is the caller's. */
+static Firth__FetchLogResponse *fetch_budget(const char *table, int64_t offset,
+                                             const int32_t *proj, size_t nproj,
+                                             int64_t bucket_max)
+{
+    Firth__FetchLogRequest req = FIRTH__FETCH_LOG_REQUEST__INIT;
+    Firth__FetchTable ft = FIRTH__FETCH_TABLE__INIT;
+    Firth__FetchTable *fts[1] = {&ft};
+    Firth__FetchBucket fb = FIRTH__FETCH_BUCKET__INIT;
+    Firth__FetchBucket *fbs[1] = {&fb};
+    Firth__TablePath path = kit_path_of("default", table);
+    fb.partition_id = -1;
+    fb.fetch_offset = offset;
+    fb.max_bytes = bucket_max;
+    ft.path = &path;
+    ft.projection = (int32_t *)proj;
+    ft.n_projection = nproj;
+    ft.filter = "";
+    ft.buckets = fbs;
+    ft.n_buckets = 1;
+    req.tables = fts;
+    req.n_tables = 1;
+    return (Firth__FetchLogResponse *)kit_call(&kc, FR_RPC_FETCH_LOG, &req.base);
+}
+
+/* A bucket's max_bytes counts the bytes returned: stored batches fill it as they are, and a
+ * projection's smaller batches fill it with more of them, read on past the stored bytes the
+ * budget would hold; the first batch goes whatever its size. */
+static void test_fetch_budget_projected(void **state)
+{
+    (void)state;
+    int64_t id = create_table("default", "wide", "1");
+    int bucket0[1] = {0};
+    fr_buf bytes;
+    produce_one res;
+    size_t stored = 0;
+    for (int i = 0; i < 16; i++) {
+        encode_rows(i * 100, 100, FR_NO_WRITER, -1, &bytes);
+        stored = bytes.len;
+        produce("default", "wide", id, FR_NO_WRITER, 1, bucket0, &bytes, &res);
+        assert_int_equal(res.code, 0);
+        fr_buf_free(&bytes);
+    }
+    int64_t budget = (int64_t)stored * 3 + (int64_t)stored / 2;
+    /* As stored: three batches fit, the fourth does not. */
+    Firth__FetchLogResponse *r = fetch_budget("wide", 0, NULL, 0, budget);
+    Firth__FetchBucketResult *b = r->tables[0]->buckets[0];
+    fetched f = {0};
+    decode_records(&b->records, NULL, 0, 0, 0, &f);
+    assert_int_equal(f.batches, 3);
+    assert_int_equal(b->next_offset, 300);
+    assert_true((int64_t)b->records.len <= budget);
+    fr_rpc_free(&r->base);
+    /* Projected to (id): more batches, still within the budget, in order from the offset. */
+    int32_t proj[1] = {0};
+    int cols[1] = {0};
+    r = fetch_budget("wide", 150, proj, 1, budget);
+    b = r->tables[0]->buckets[0];
+    memset(&f, 0, sizeof f);
+    decode_records(&b->records, cols, 1, 0, 150, &f);
+    assert_true(f.batches > 3);
+    assert_true((int64_t)b->records.len <= budget);
+    assert_int_equal(b->next_offset, 100 + f.batches * 100);
+    assert_int_equal(f.n, f.batches * 100 - 50);
+    for (int i = 0; i < f.n; i++) assert_int_equal(f.ids[i], 150 + i);
+    size_t per_batch = b->records.len / (size_t)f.batches;
+    /* Everything, when the budget holds every projected batch. */
+    fr_rpc_free(&r->base);
+    r = fetch_budget("wide", 0, proj, 1, (int64_t)(per_batch * 20));
+    b = r->tables[0]->buckets[0];
+    memset(&f, 0, sizeof f);
+    decode_records(&b->records, cols, 1, 0, 0, &f);
+    assert_int_equal(f.batches, 16);
+    assert_int_equal(b->next_offset, 1600);
+    fr_rpc_free(&r->base);
+    /* A budget smaller than one batch still returns the first one, and only it. */
+    r = fetch_budget("wide", 0, proj, 1, 1);
+    b = r->tables[0]->buckets[0];
+    memset(&f, 0, sizeof f);
+    decode_records(&b->records, cols, 1, 0, 0, &f);
+    assert_int_equal(f.batches, 1);
+    assert_int_equal(b->next_offset, 100);
+    fr_rpc_free(&r->base);
+}
+
 static void test_produce_bad_batches(void **state)
 {
     (void)state;
@@ -1155,6 +1240,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_api_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_databases_and_tables, setup, teardown),
         cmocka_unit_test_setup_teardown(test_produce_fetch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fetch_budget_projected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_produce_bad_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_put_lookup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefix_lookup, setup, teardown),
