@@ -123,6 +123,7 @@ int main(void)
     world.big_rows_every = 4;
 
     follower fol[2];
+    memset(fol, 0, sizeof fol);
     int64_t started = ik_now_ms();
     for (int i = 0; i < 2; i++) {
         char name[64];

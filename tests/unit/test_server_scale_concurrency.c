@@ -13,13 +13,17 @@
  *     (the most seen at once is printed; at least 2 required), and one bucket's fsyncs are
  *     shared by its concurrent producers; throughput of 8 producers on 1 bucket and on 4
  *     buckets is printed, not asserted;
- *   - more parked long-poll fetches than the server has workers leave appends unhindered.
+ *   - more parked long-poll fetches than the server has workers leave appends unhindered;
+ *   - no lost wake-ups: records appended one at a time, each a random few microseconds after
+ *     its bucket's consumers sent their next long poll, reach every consumer long before the
+ *     poll's deadline (30 s; 10 s allowed).
  * The gate matches the segment files of one bucket by path: DATA/log/<table id>/b<n>/. */
 #include "server_testkit.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
+#include <time.h>
 
 static kit_server ks;
 
@@ -494,6 +498,126 @@ static void test_parked_fetches_leave_appends_alone(void **state)
     kit_close(&producer);
 }
 
+/* ---- no lost wake-ups ------------------------------------------------------------------- */
+
+/* A fetch of one bucket, safe in any thread: 0 with *next (its next offset), or -1 with why. */
+static int fetch_once(kit_conn *c, const char *table, int bucket, int64_t offset, int max_wait,
+                      int64_t *next, char *why, size_t cap)
+{
+    int32_t id = send_fetch(c, table, bucket, offset, max_wait, 1);
+    fr_rpc_frame f;
+    int rc = kit_next_frame(c, &f, max_wait + 30000);
+    if (rc != 1) {
+        snprintf(why, cap, "fetch at %lld: %s", (long long)offset,
+                 rc == 0 ? "the connection closed" : "no answer");
+        return -1;
+    }
+    ProtobufCMessage *m = NULL;
+    fr_error err = {0};
+    if (f.request_id != id || f.result != FR_RPC_SUCCESS ||
+        fr_rpc_response_unpack(FR_RPC_FETCH_LOG, &f, &m, &err) < 0) {
+        snprintf(why, cap, "fetch at %lld: a bad or failed response %.150s", (long long)offset,
+                 err.msg);
+        return -1;
+    }
+    Firth__FetchLogResponse *r = (Firth__FetchLogResponse *)m;
+    rc = 0;
+    if (r->n_tables != 1 || r->tables[0]->n_buckets != 1 || r->tables[0]->buckets[0]->error) {
+        snprintf(why, cap, "fetch at %lld: an error in the response", (long long)offset);
+        rc = -1;
+    } else {
+        *next = r->tables[0]->buckets[0]->next_offset;
+    }
+    fr_rpc_free(m);
+    return rc;
+}
+
+enum { WAKE_BUCKETS = 4, WAKE_CONSUMERS = 8 };
+
+typedef struct waker {
+    int bucket;
+    atomic_llong next;        /* where the consumer's next fetch starts */
+    atomic_llong stop_at;     /* INT64_MAX while the test runs */
+    int64_t fetches;
+    char why[256];
+} waker;
+
+static void *waker_main(void *arg)
+{
+    waker *w = arg;
+    kit_conn c = kit_connect(fr_server_address(ks.srv));
+    int64_t next = atomic_load(&w->next);
+    while (next < atomic_load(&w->stop_at)) {
+        if (fetch_once(&c, "wk", w->bucket, next, 30000, &next, w->why, sizeof w->why) < 0) break;
+        w->fetches++;
+        atomic_store(&w->next, next);
+    }
+    kit_close(&c);
+    return NULL;
+}
+
+/* One record at a time to a random bucket, each appended a random few microseconds after the
+ * bucket's consumers sent their next long poll (so that appends land while the server reads
+ * and parks them): each must reach every consumer of its bucket well before the long poll's
+ * 30 s. A wake-up lost between a fetch's read and its parking would leave one waiting. */
+static void test_no_lost_wakeups(void **state)
+{
+    (void)state;
+    enum { APPENDS = 400 };
+    kit_conn setup_conn = kit_connect(fr_server_address(ks.srv));
+    kit_sql(&setup_conn, "CREATE TABLE wk (id BIGINT NOT NULL, name STRING, score DOUBLE) "
+                         "WITH ('bucket.num' = '4')");
+    kit_close(&setup_conn);
+    const char *env = getenv("FIRTH_TEST_SEED");
+    unsigned seed = env ? (unsigned)strtoul(env, NULL, 10) : (unsigned)time(NULL);
+    print_message("no lost wake-ups: seed %u\n", seed);
+    srand(seed);
+    waker w[WAKE_CONSUMERS];
+    pthread_t th[WAKE_CONSUMERS];
+    for (int i = 0; i < WAKE_CONSUMERS; i++) {
+        w[i] = (waker){.bucket = i % WAKE_BUCKETS};
+        atomic_store(&w[i].next, 0);
+        atomic_store(&w[i].stop_at, INT64_MAX);
+        assert_int_equal(pthread_create(&th[i], NULL, waker_main, &w[i]), 0);
+    }
+    kit_conn producer = kit_connect(fr_server_address(ks.srv));
+    int64_t ends[WAKE_BUCKETS] = {0}, slowest_us = 0;
+    for (int i = 0; i < APPENDS; i++) {
+        int b = rand() % WAKE_BUCKETS;
+        usleep((useconds_t)(rand() % 400));
+        int64_t t0 = fr_monotonic_ns();
+        int64_t base = produce(&producer, "wk", b, i, 1);
+        assert_int_equal(base, ends[b]);
+        ends[b]++;
+        for (int k = b; k < WAKE_CONSUMERS; k += WAKE_BUCKETS) {
+            while (atomic_load(&w[k].next) < ends[b] && !w[k].why[0] &&
+                   fr_monotonic_ns() - t0 < 10 * 1000000000LL)
+                usleep(100);
+            if (w[k].why[0]) fail_msg("consumer %d: %s", k, w[k].why);
+            if (atomic_load(&w[k].next) < ends[b])
+                fail_msg("append %d (bucket %d, offset %lld, seed %u): consumer %d, parked at "
+                         "offset %lld, did not receive it within 10 s: a lost wake-up", i, b,
+                         (long long)base, seed, k, (long long)atomic_load(&w[k].next));
+        }
+        int64_t us = (fr_monotonic_ns() - t0) / 1000;
+        if (us > slowest_us) slowest_us = us;
+    }
+    /* Release the consumers: one more record per bucket, their stop. */
+    for (int k = 0; k < WAKE_CONSUMERS; k++)
+        atomic_store(&w[k].stop_at, ends[k % WAKE_BUCKETS] + 1);
+    for (int b = 0; b < WAKE_BUCKETS; b++) produce(&producer, "wk", b, 0, 1);
+    int64_t fetches = 0;
+    for (int k = 0; k < WAKE_CONSUMERS; k++) {
+        pthread_join(th[k], NULL);
+        if (w[k].why[0]) fail_msg("consumer %d: %s", k, w[k].why);
+        fetches += w[k].fetches;
+    }
+    print_message("no lost wake-ups: %d appends, each received by its bucket's consumers "
+                  "(%lld fetches); the slowest append-to-all-received took %lld us\n", APPENDS,
+                  (long long)fetches, (long long)slowest_us);
+    kit_close(&producer);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -502,6 +626,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_parallel_fsyncs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parked_fetches_leave_appends_alone, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_no_lost_wakeups, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
