@@ -125,6 +125,7 @@ typedef struct sm_world {
     int calls_max;
     int pause_max_ms;        /* a producer pauses 0..this between calls */
     int writer_retries;
+    int fragile_mask;        /* producers i with bit i % 8 set retry nothing: calls may fail */
     int big_rows_every;      /* every so many producers write rows of SM_PAD_BIG (0: none) */
     atomic_bool stop;        /* producers stop making calls (crash test) */
     atomic_int epoch;        /* bumped at each restart of the server (crash test) */
@@ -202,13 +203,19 @@ static inline firth_batch *sm_make_call(sm_producer *p, int c)
     return fb;
 }
 
+/* The retries of a producer's failed sends: none for a fragile one. */
+static inline int sm_retries(const sm_producer *p)
+{
+    return (p->world->fragile_mask >> (p->index % 8)) & 1 ? 0 : p->world->writer_retries;
+}
+
 /* One call through the one-call api (firth_produce / firth_upsert with the producer's writer
  * id and the call's index as sequence), retried on FIRTH_EIO as a writer would. */
 static inline int sm_one_call(sm_producer *p, firth_client *client, const firth_batch *b,
                               int c, firth_error *err)
 {
     int rc = FIRTH_EIO;
-    for (int attempt = 0; attempt <= p->world->writer_retries && rc == FIRTH_EIO; attempt++) {
+    for (int attempt = 0; attempt <= sm_retries(p) && rc == FIRTH_EIO; attempt++) {
         if (attempt > 0) ik_sleep_ms(attempt < 6 ? 50 << attempt : 2000);
         int64_t count = 0;
         rc = p->table == SM_KV
@@ -232,7 +239,7 @@ static inline void *sm_producer_main(void *arg)
         firth_writer_options_init(&o);
         o.linger_ms = (int64_t)ik_rand_between(&p->rng, 0, 5);
         o.batch_bytes = 4096 << ik_rand_between(&p->rng, 0, 3);
-        o.retries = w->writer_retries;
+        o.retries = sm_retries(p);
         o.retry_backoff_ms = 50;
         o.on_ack = sm_on_ack;
         o.ack_ctx = p;
@@ -364,6 +371,7 @@ typedef struct sm_reader {
     sm_change *changes;
     size_t nchanges, cap;
     int64_t rows;
+    int64_t failed_rows_read, failed_rows_absent; /* rows of calls that failed */
 } sm_reader;
 
 static inline void sm_reader_init(sm_reader *r, sm_world *w, int table, const char *name)
@@ -508,6 +516,10 @@ static inline void sm_check_log(sm_reader *r)
             for (int rr = 0; rr < p->calls[c].nrows; rr++) {
                 uint8_t count = r->seen[((size_t)p->slot * (size_t)w->calls_max + (size_t)c) *
                                             SM_ROWS_MAX + (size_t)rr];
+                if (st < 0) {
+                    if (count) r->failed_rows_read++;
+                    else r->failed_rows_absent++;
+                }
                 if (st == 0 && count == 0 && missing++ < 10)
                     ik_fail("%s: acknowledged row id %lld (producer %d, call %d, row %d) "
                             "was not read", r->name, (long long)sm_id(i, c, rr), i, c, rr);
