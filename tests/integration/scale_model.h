@@ -111,6 +111,7 @@ typedef struct sm_producer {
     bool one_call;           /* firth_produce / firth_upsert per call instead of a writer */
     int64_t writer_id;
     int pad_max;             /* pad letters of its rows at most */
+    firth_client *shared;    /* a client shared with other producers, or NULL: its own */
     int64_t rows_acked;
     pthread_t thread;
     struct sm_world *world;
@@ -233,7 +234,8 @@ static inline void *sm_producer_main(void *arg)
     firth_client *client = NULL;
     firth_writer *writer = NULL;
     firth_error err = {0};
-    IK_OK(firth_open(w->target, &client, &err), err);
+    if (p->shared) client = p->shared;
+    else IK_OK(firth_open(w->target, &client, &err), err);
     if (!p->one_call) {
         firth_writer_options o;
         firth_writer_options_init(&o);
@@ -274,7 +276,7 @@ static inline void *sm_producer_main(void *arg)
         /* A failed flush is a failed call, which the acknowledgements already recorded. */
         firth_writer_close(writer, &err);
     }
-    firth_close(client);
+    if (!p->shared) firth_close(client);
     int n = atomic_load(&p->ncalls);
     for (int c = 0; c < n; c++) {
         int st = atomic_load(&p->calls[c].status);

@@ -2,7 +2,7 @@
  * `firth server` process (ephemeral loopback ports, default flush policy: an acknowledgement
  * means fsynced), with exact verification (scale_model.h says precisely what is checked).
  *
- * Producers: 64 threads, each with its own client (its own connection), on three tables:
+ * Producers: 64 threads on three tables, 32 with a client (a connection) each, 32 sharing 4:
  * idempotent writers (batching by size and linger, per-call acknowledgements) appending to
  * two log tables and upserting and deleting in a primary-key table; every eighth producer
  * makes one-call firth_produce / firth_upsert requests with its own writer id and sequence.
@@ -115,6 +115,11 @@ int main(void)
     const int tables[] = {SM_KEYED, SM_SPREAD, SM_KV};
     sm_world_init(&world, program, srv.target, PRODUCERS, tables, 3, calls, 1, seed);
     world.pause_max_ms = 3;
+    /* Producers 32..63 share 4 clients, 8 on each connection: their writers' and one-call
+     * requests are pipelined on it together. */
+    firth_client *shared[4];
+    for (int i = 0; i < 4; i++) IK_OK(firth_open(srv.target, &shared[i], &err), err);
+    for (int i = PRODUCERS / 2; i < PRODUCERS; i++) world.producers[i].shared = shared[i % 4];
 
     /* Consumers first, so that they follow the tables as they grow. */
     static const int consumer_table[CONSUMERS] = {SM_KEYED, SM_KEYED, SM_KEYED, SM_SPREAD,
@@ -191,6 +196,7 @@ int main(void)
     ik_log("%s: the consumers were done %.1f s after the start", program,
            (double)consumed_ms / 1e3);
 
+    for (int i = 0; i < 4; i++) firth_close(shared[i]);
     firth_close(admin);
     ik_server_stop(&srv);
     for (int i = 0; i < CONSUMERS; i++) {
