@@ -257,15 +257,6 @@ static int exec_drop_table(fr_sql_session *s, const sql_stmt *st, const fr_sql_s
     return sql_end_message(sink, err, "table %s.%s dropped", db, st->table.name);
 }
 
-static bool in_primary_key(const fr_table *t, int col)
-{
-    int n = 0;
-    const int *pk = fr_table_primary_key(t, &n);
-    for (int i = 0; i < n; i++)
-        if (pk[i] == col) return true;
-    return false;
-}
-
 /* DESCRIBE's key cell of a primary-key column, as Flink shows it: "PRI(a, b)". */
 static int key_text(const fr_table *t, fr_buf *out, fr_error *err)
 {
@@ -303,7 +294,7 @@ static int exec_describe(fr_sql_session *s, const sql_stmt *st, const fr_sql_sin
         FR_GOTO(fr_builder_append_bytes(bld, 0, f->name, strlen(f->name), err));
         FR_GOTO(fr_builder_append_bytes(bld, 1, type, strlen(type), err));
         FR_GOTO(fr_builder_append_bool(bld, 2, f->type.nullable, err));
-        if (in_primary_key(t, i))
+        if (sql_is_key_column(t, i))
             FR_GOTO(fr_builder_append_bytes(bld, 3, key.data, key.len, err));
         else
             FR_GOTO(fr_builder_append_null(bld, 3, err));

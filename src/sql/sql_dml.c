@@ -59,15 +59,6 @@ typedef struct dml_plan {
 
 /* ---- checks and planning ---------------------------------------------------------------- */
 
-static bool is_key_column(const fr_table *t, int c)
-{
-    int n = 0;
-    const int *pk = fr_table_primary_key(t, &n);
-    for (int i = 0; i < n; i++)
-        if (pk[i] == c) return true;
-    return false;
-}
-
 static int check_table(const sql_stmt *st, const fr_table *t, fr_error *err)
 {
     const char *what = st->kind == SQL_UPDATE ? "UPDATE" : "DELETE";
@@ -112,7 +103,7 @@ static int plan_sets(const sql_stmt *st, dml_plan *p, fr_error *err)
             return sql_fail_at(err, FR_ENOTFOUND, a->column.pos, "unknown column '%s' in table "
                                "%s.%s", a->column.s, fr_table_db(p->table),
                                fr_table_name(p->table));
-        if (is_key_column(p->table, c))
+        if (sql_is_key_column(p->table, c))
             return sql_fail_at(err, FR_EINVAL, a->column.pos,
                                "UPDATE cannot change primary key column '%s': the key names the "
                                "row (DELETE it and INSERT the row under its new key)",
@@ -130,7 +121,7 @@ static int plan_sets(const sql_stmt *st, dml_plan *p, fr_error *err)
 static bool has_not_null_value_column(const dml_plan *p)
 {
     for (int c = 0; c < p->nfields; c++)
-        if (!is_key_column(p->table, c) && !fr_schema_field(p->schema, c)->type.nullable)
+        if (!sql_is_key_column(p->table, c) && !fr_schema_field(p->schema, c)->type.nullable)
             return true;
     return false;
 }
@@ -146,12 +137,12 @@ static int plan_targets(dml_plan *p, fr_error *err)
     if (strcmp(merge, "last_row") != 0 && strcmp(merge, "aggregation") != 0) return 0;
     if (strcmp(merge, "last_row") == 0 && has_not_null_value_column(p)) return 0;
     int n = 0;
-    for (int c = 0; c < p->nfields; c++) n += p->set_of[c] >= 0 || is_key_column(p->table, c);
+    for (int c = 0; c < p->nfields; c++) n += p->set_of[c] >= 0 || sql_is_key_column(p->table, c);
     if (n == p->nfields) return 0;
     p->targets = fr_calloc((size_t)n + 1, sizeof *p->targets);
     if (!p->targets) return fr_fail(err, FR_ENOMEM, "out of memory for UPDATE");
     for (int c = 0; c < p->nfields; c++)
-        if (p->set_of[c] >= 0 || is_key_column(p->table, c)) p->targets[p->ntargets++] = c;
+        if (p->set_of[c] >= 0 || sql_is_key_column(p->table, c)) p->targets[p->ntargets++] = c;
     return 0;
 }
 

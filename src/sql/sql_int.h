@@ -359,6 +359,9 @@ int sql_changelog_batch(const fr_schema *schema, const int *cols, int ncols,
 bool sql_database_exists(fr_sql_session *s, const char *db);
 /* The database a statement's table lives in: the one written, or the session's. */
 const char *sql_table_db(const fr_sql_session *s, const sql_table_name *name);
+/* Whether column col of t's schema is one of its primary key columns (false for a log
+ * table). */
+bool sql_is_key_column(const fr_table *t, int col);
 
 /* Sink helpers: a NULL callback is skipped; a batch given to a sink without rows() is
  * freed. A callback returning non-zero without setting err stops execution quietly, which

@@ -84,6 +84,15 @@ bool sql_database_exists(fr_sql_session *s, const char *db)
     return found;
 }
 
+bool sql_is_key_column(const fr_table *t, int col)
+{
+    int n = 0;
+    const int *pk = fr_table_primary_key(t, &n);
+    for (int i = 0; i < n; i++)
+        if (pk[i] == col) return true;
+    return false;
+}
+
 int sql_virtual_split(const sql_table_name *name, sql_table_name *base, char *buf,
                       size_t cap, sql_virtual *kind, fr_error *err)
 {
