@@ -11,10 +11,10 @@
  * the end offsets the table had once all producers were acknowledged; each checks order,
  * density and content as it reads. No failure is injected here, so every call must be
  * acknowledged with success. Figures printed: rows and calls, throughput, consumer polls.
- * FIRTH_SCALE_CALLS sets the calls per producer (default 100). */
+ * FIRTH_SCALE_CALLS sets the calls per producer (default 100), FIRTH_SCALE_PRODUCERS the
+ * producers (default 64). */
 #include "scale_model.h"
 
-#define PRODUCERS 64
 #define CONSUMERS 8
 
 static sm_world world;
@@ -101,6 +101,9 @@ int main(void)
     const char *calls_env = getenv("FIRTH_SCALE_CALLS");
     int calls = calls_env ? (int)strtol(calls_env, NULL, 10) : 100;
     if (calls < 1 || calls > 10000) calls = 100;
+    const char *producers_env = getenv("FIRTH_SCALE_PRODUCERS");
+    int producers = producers_env ? (int)strtol(producers_env, NULL, 10) : 64;
+    if (producers < 8 || producers > 2048) producers = 64;
 
     ik_server srv;
     ik_server_init(&srv, "server");
@@ -113,13 +116,13 @@ int main(void)
     ik_sql(admin, SM_CREATE);
 
     const int tables[] = {SM_KEYED, SM_SPREAD, SM_KV};
-    sm_world_init(&world, program, srv.target, PRODUCERS, tables, 3, calls, 1, seed);
+    sm_world_init(&world, program, srv.target, producers, tables, 3, calls, 1, seed);
     world.pause_max_ms = 3;
     /* Producers 32..63 share 4 clients, 8 on each connection: their writers' and one-call
      * requests are pipelined on it together. */
     firth_client *shared[4];
     for (int i = 0; i < 4; i++) IK_OK(firth_open(srv.target, &shared[i], &err), err);
-    for (int i = PRODUCERS / 2; i < PRODUCERS; i++) world.producers[i].shared = shared[i % 4];
+    for (int i = producers / 2; i < producers; i++) world.producers[i].shared = shared[i % 4];
 
     /* Consumers first, so that they follow the tables as they grow. */
     static const int consumer_table[CONSUMERS] = {SM_KEYED, SM_KEYED, SM_KEYED, SM_SPREAD,
@@ -185,7 +188,7 @@ int main(void)
         for (int b = 0; b < SM_NBUCKETS[t]; b++) log_rows[t] += ends[t][b];
     ik_log("%s: %d producers made %lld calls of %lld rows (all acknowledged: %s) in %.1f s: "
            "%.0f rows/s acknowledged",
-           program, PRODUCERS, (long long)ncalls, (long long)rows, failed ? "no" : "yes",
+           program, producers, (long long)ncalls, (long long)rows, failed ? "no" : "yes",
            (double)produced_ms / 1e3, (double)rows * 1e3 / (double)(produced_ms ? produced_ms : 1));
     ik_log("%s: logs hold %lld (keyed), %lld (spread) records and %lld changelog records (kv)",
            program, (long long)log_rows[0], (long long)log_rows[1], (long long)log_rows[2]);
