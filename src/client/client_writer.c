@@ -211,6 +211,20 @@ static void run_callbacks(firth_writer *w, wcall *done)
 
 /* ---- sending --------------------------------------------------------------------------------- */
 
+/* A batch of all of b's rows sharing its buffers (fr_batch_project of every column, which
+ * keeps them alive on its own): a call's rows that go whole to one unit, and a batch of one
+ * piece, are queued and sent without copying them. */
+static int share_rows(const fr_batch *b, fr_batch **out, fr_error *err)
+{
+    int n = fr_batch_num_columns(b);
+    int *cols = fr_malloc(sizeof *cols * (size_t)(n + 1));
+    FR_CHECK(cols, FR_ENOMEM, err, "out of memory sharing rows");
+    for (int i = 0; i < n; i++) cols[i] = i;
+    int rc = fr_batch_project(b, cols, n, out, err);
+    fr_free(cols);
+    return rc;
+}
+
 /* The rows of a unit's pieces as one batch, and their ops (NULL when none has any). */
 static int join_pieces(firth_writer *w, wpiece *pieces, fr_batch **rows, uint8_t **ops,
                        fr_error *err)
@@ -234,6 +248,7 @@ static int join_pieces(firth_writer *w, wpiece *pieces, fr_batch **rows, uint8_t
             at += r;
         }
     }
+    if (n == 1) return share_rows(pieces->rows, rows, err);
     fr_gather_run *runs = fr_calloc((size_t)n, sizeof *runs);
     FR_CHECK(runs, FR_ENOMEM, err, "out of memory joining rows");
     int i = 0;
@@ -556,8 +571,10 @@ static int new_piece(const fr_batch *b, const uint8_t *ops, const int64_t *rows,
 {
     wpiece *p = fr_calloc(1, sizeof *p);
     FR_CHECK(p, FR_ENOMEM, err, "out of memory queueing rows");
-    int rc = rows ? fr_gather_rows(b, rows, n, &p->rows, err)
-                  : fr_batch_slice(b, 0, n, &p->rows, err);
+    int rc;
+    if (rows) rc = fr_gather_rows(b, rows, n, &p->rows, err);
+    else if (n == fr_batch_num_rows(b)) rc = share_rows(b, &p->rows, err);
+    else rc = fr_batch_slice(b, 0, n, &p->rows, err);
     if (rc == 0 && ops) {
         p->ops = fr_malloc((size_t)n);
         if (!p->ops) rc = fr_fail(err, FR_ENOMEM, "out of memory queueing rows");
