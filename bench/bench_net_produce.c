@@ -50,6 +50,7 @@ typedef struct np_config {
     int64_t server_pid;
     int64_t linger_ms;          /* the writers' linger.ms */
     int64_t writer_batch_bytes; /* the writers' batch.size */
+    int64_t writer_buffer_bytes; /* the writers' buffer: rows queued unsent, at most */
     bool writer_api;            /* firth_writer (default) or firth_produce */
     bool skip_disk;
     const char *codecs[NP_CODECS_MAX];
@@ -261,6 +262,7 @@ static int np_producers_open(np_shared *sh, np_producer *p, fr_error *err)
         firth_writer_options_init(&o);
         o.linger_ms = cfg->linger_ms;
         o.batch_bytes = cfg->writer_batch_bytes;
+        o.buffer_bytes = cfg->writer_buffer_bytes;
         o.on_ack = np_on_ack;
         o.ack_ctx = &p[i];
         firth_error fe = {0};
@@ -558,6 +560,7 @@ static void np_usage(void)
             "          [--latency-batch-rows N] [--latency-ms MS] [--buckets N] [--seed N]\n"
             "          [--codec NAME]... [--server-pid PID] [--skip-disk]\n"
             "          [--api writer|produce] [--linger-ms MS] [--writer-batch-bytes N]\n"
+            "          [--writer-buffer-bytes N]\n"
             "  Produces MIB MiB of 20-column rows per repetition to a firth server (which\n"
             "  should run with log.flush = append and its data dir on SCRATCH_DIR's file\n"
             "  system) and measures dd's fdatasync'd write speed in SCRATCH_DIR alongside;\n"
@@ -570,6 +573,7 @@ static int np_parse_args(int argc, char **argv, np_config *cfg, fr_error *err)
     *cfg = (np_config){.mb = 192, .reps = 3, .producers = 4, .batch_rows = 512,
                        .latency_batch_rows = 64, .latency_ms = 4000, .buckets = 1,
                        .seed = 43, .linger_ms = 0, .writer_batch_bytes = 1 << 20,
+                       .writer_buffer_bytes = 8 << 20,
                        .writer_api = true};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -595,6 +599,8 @@ static int np_parse_args(int argc, char **argv, np_config *cfg, fr_error *err)
             FR_TRY(bk_arg_i64(a, v, 0, 60000, &cfg->linger_ms, err));
         else if (!strcmp(a, "--writer-batch-bytes"))
             FR_TRY(bk_arg_i64(a, v, 1, INT32_MAX, &cfg->writer_batch_bytes, err));
+        else if (!strcmp(a, "--writer-buffer-bytes"))
+            FR_TRY(bk_arg_i64(a, v, 1, INT64_MAX, &cfg->writer_buffer_bytes, err));
         else if (!strcmp(a, "--api")) {
             FR_CHECK(v && (!strcmp(v, "writer") || !strcmp(v, "produce")), FR_EINVAL, err,
                      "--api takes writer or produce");
@@ -787,11 +793,12 @@ static int np_report(const np_config *cfg, const np_env *env, double *dd, char (
             np_lat_json(&runs[c].lat)));
     }
     json_t *doc = json_pack(
-        "{s:s, s:o, s:{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I},"
+        "{s:s, s:o, s:{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I},"
         " s:{s:o, s:o, s:f}, s:o, s:o}",
         "benchmark", "net_produce", "host", bk_host_json(), "config", "api",
         cfg->writer_api ? "firth_writer" : "firth_produce", "linger_ms",
         (json_int_t)cfg->linger_ms, "writer_batch_bytes", (json_int_t)cfg->writer_batch_bytes,
+        "writer_buffer_bytes", (json_int_t)cfg->writer_buffer_bytes,
         "mib_per_rep",
         (json_int_t)cfg->mb, "reps", (json_int_t)cfg->reps, "producers",
         (json_int_t)cfg->producers, "batch_rows", (json_int_t)cfg->batch_rows,
