@@ -16,7 +16,10 @@
  * which every other producer upserts its own keys in partitions made on the fly (their KV
  * stores created concurrently): each consumer of its changelog must read, per key, the
  * after-images (+I, then -U/+U pairs holding the previous row) of exactly the upserts made,
- * in call order, and lookups must return the last. FIRTH_TEST_SEED replays a run. */
+ * in call order, and lookups must return the last.
+ * A third of the way through, the server is killed (SIGKILL) and restarted on its port: the
+ * clients reconnect, the writers retry, the consumers poll again, and all of the above must
+ * still hold exactly. FIRTH_TEST_SEED replays a run. */
 #include "integ_kit.h"
 
 #define PRODUCERS 24
@@ -49,6 +52,7 @@ typedef struct producer {
 } producer;
 
 static producer producers[PRODUCERS];
+static atomic_int acked_calls;
 static bool part_named[TABLES][PARTS_MAX];
 static pthread_mutex_t part_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -65,6 +69,7 @@ static void on_ack(void *ctx, uint64_t token, int status, const char *message)
     if (atomic_exchange(&p->calls[token - 1].status, status < 0 ? status : 0) != 1)
         ik_fail("producer %d: call %llu acknowledged twice", p->index,
                 (unsigned long long)token - 1);
+    atomic_fetch_add(&acked_calls, 1);
 }
 
 static int64_t row_id(int p, int c, int r) { return (int64_t)p * 1000000 + c * 1000 + r; }
@@ -79,6 +84,8 @@ static void *producer_main(void *arg)
     firth_writer_options o;
     firth_writer_options_init(&o);
     o.linger_ms = (int64_t)ik_rand_between(&p->rng, 0, 3);
+    o.retries = 40; /* outlasts the restart */
+    o.retry_backoff_ms = 50;
     o.on_ack = on_ack;
     o.ack_ctx = p;
     IK_OK(firth_writer_open(client, TABLE[p->table], &o, &w, &err), err);
@@ -283,8 +290,13 @@ static void *consumer_main(void *arg)
             break;
         }
         firth_scan_result *res = NULL;
-        IK_OK(firth_scanner_poll(s, 200, &res, &err), err);
+        int rc = firth_scanner_poll(s, 200, &res, &err);
         k->polls++;
+        if (rc == FIRTH_EIO) { /* the server is down: the scanner keeps its positions */
+            ik_sleep_ms(100);
+            continue;
+        }
+        if (rc != 0) IK_FATAL("consumer %d: poll: %d %s", k->index, rc, err.msg);
         for (int i = 0; i < firth_scan_result_count(res); i++)
             consume_batch(k, firth_scan_result_get(res, i));
         firth_scan_result_free(res);
@@ -430,7 +442,10 @@ int main(void)
     ik_scratch(program);
     ik_server srv;
     ik_server_init(&srv, "server");
-    ik_server_start_ok(&srv, "127.0.0.1:0", NULL);
+    char listen[64];
+    uint64_t rng = seed;
+    ik_free_port(&rng, listen, sizeof listen);
+    ik_server_start_ok(&srv, listen, NULL);
     snprintf(target, sizeof target, "%s", srv.target);
     firth_client *admin = NULL;
     firth_error err = {0};
@@ -456,6 +471,13 @@ int main(void)
         if (pthread_create(&producers[i].thread, NULL, producer_main, &producers[i]))
             IK_FATAL("cannot start a producer thread");
     }
+    /* A third of the way, while partitions are being made: kill -9 and restart. */
+    while (atomic_load(&acked_calls) < PRODUCERS * CALLS / 3) ik_sleep_ms(5);
+    ik_server_kill9(&srv);
+    ik_sleep_ms(ik_rand_between(&rng, 0, 300));
+    ik_server_start_ok(&srv, listen, NULL);
+    ik_log("%s: killed the server (SIGKILL) after %d acknowledged calls and restarted it",
+           program, PRODUCERS * CALLS / 3);
     for (int i = 0; i < PRODUCERS; i++) pthread_join(producers[i].thread, NULL);
     for (int t = 0; t < TABLES; t++) read_ends(admin, t);
     atomic_store(&ends_known, true);
