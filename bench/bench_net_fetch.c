@@ -133,9 +133,9 @@ static int nf_load(const nf_config *cfg, firth_client *c, const char *table,
         for (int col = 0; col < BK_COLUMNS; col++)
             col_bytes[col] += bk_batch_logical_bytes(b, &col, 1);
         /* The wrapper owns what it wraps: a slice is handed over, a distinct batch is
-         * wrapped around a slice of all its rows so that it stays ours. */
+         * shared so that it stays ours. */
         fr_batch *mine = b;
-        if (!owned) rc = fr_batch_slice(b, 0, n, &mine, err);
+        if (!owned) rc = bk_batch_head(b, n, &mine, err);
         firth_batch *fb = rc == 0 ? firth_batch_wrap(mine) : NULL;
         if (rc == 0 && !fb) {
             fr_batch_free(mine);

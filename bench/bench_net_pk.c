@@ -91,7 +91,7 @@ static int pk_upsert_one(pk_thread *t, fr_batch *batch, int64_t key0, int64_t n,
     int64_t *keys = pk_i64_values(batch, PK_KEY_COLUMN);
     for (int64_t r = 0; r < n; r++) keys[r] = key0 + r;
     fr_batch *part = NULL;
-    FR_TRY(fr_batch_slice(batch, 0, n, &part, err));
+    FR_TRY(bk_batch_head(batch, n, &part, err));
     firth_batch *fb = firth_batch_wrap(part);
     if (!fb) {
         fr_batch_free(part);

@@ -34,6 +34,7 @@
 #define NP_STAMP_COLUMN 5             /* b0 holds the send time in the latency run */
 #define NP_DRAIN_NS 10000000000       /* how long the consumer may lag at the end */
 #define NP_RING 8                     /* batches per producer in the latency run */
+#define NP_FSYNC_PROBES 200           /* write + fdatasync latencies of the disk, per codec */
 
 typedef struct np_config {
     const char *connect; /* HOST:PORT of the server */
@@ -83,6 +84,7 @@ typedef struct np_lat {
     int64_t rows, appends, samples;
     double e2e_p50_ms, e2e_p99_ms, e2e_max_ms;
     double ack_p50_ms, ack_p99_ms;
+    double disk_p50_ms, disk_p99_ms; /* write + fdatasync of one batch's bytes, just before */
 } np_lat;
 
 /* What the threads of one run share. */
@@ -725,14 +727,16 @@ static json_t *np_max_json(const np_config *cfg, const char *codec, const np_max
 
 static json_t *np_lat_json(const np_lat *l)
 {
-    return json_pack("{s:f, s:f, s:f, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+    return json_pack("{s:f, s:f, s:f, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f,"
+                     " s:f}",
                      "target_logical_mb_per_s", l->target_mb_s, "achieved_logical_mb_per_s",
                      l->achieved_mb_s, "seconds", l->seconds, "rows", (json_int_t)l->rows,
                      "appends", (json_int_t)l->appends, "samples", (json_int_t)l->samples,
                      "e2e_p50_ms", l->e2e_p50_ms, "e2e_p99_ms", l->e2e_p99_ms, "e2e_max_ms",
                      l->e2e_max_ms, "ack_p50_ms", l->ack_p50_ms, "ack_p99_ms", l->ack_p99_ms,
                      "client_cores", np_cores(l->cpu_seconds, l->seconds), "server_cores",
-                     np_cores(l->server_cpu_seconds, l->seconds));
+                     np_cores(l->server_cpu_seconds, l->seconds), "disk_fsync_p50_ms",
+                     l->disk_p50_ms, "disk_fsync_p99_ms", l->disk_p99_ms);
 }
 
 static void np_print_codec(const char *codec, json_t *max, const np_lat *l, double dd_med)
@@ -742,12 +746,14 @@ static void np_print_codec(const char *codec, json_t *max, const np_lat *l, doub
     printf("  firth %-5s %10.0f rows/s  %7.1f MB/s logical  %7.1f MB/s physical  %5.1f%% of dd\n"
            "               ack p50 %.1f ms p99 %.1f ms; cores busy: client %.2f, server %.2f\n"
            "        at %.1f MB/s (asked %.1f): end-to-end p50 %.2f ms p99 %.2f ms max %.2f ms"
-           " (%lld samples); ack p50 %.2f ms p99 %.2f ms\n",
+           " (%lld samples); ack p50 %.2f ms p99 %.2f ms\n"
+           "        the disk alone, write + fdatasync of one such batch: p50 %.2f ms p99 %.2f ms\n",
            codec, bk_json_number(m, "rows_per_s"), bk_json_number(m, "logical_mb_per_s"), phys,
            dd_med > 0 ? 100 * phys / dd_med : 0.0, bk_json_number(m, "ack_p50_ms"),
            bk_json_number(m, "ack_p99_ms"), bk_json_number(m, "client_cores"),
            bk_json_number(m, "server_cores"), l->achieved_mb_s, l->target_mb_s, l->e2e_p50_ms,
-           l->e2e_p99_ms, l->e2e_max_ms, (long long)l->samples, l->ack_p50_ms, l->ack_p99_ms);
+           l->e2e_p99_ms, l->e2e_max_ms, (long long)l->samples, l->ack_p50_ms, l->ack_p99_ms,
+           l->disk_p50_ms, l->disk_p99_ms);
 }
 
 static void np_targets(const np_config *cfg, const char *codec, double phys, double dd_med,
@@ -836,7 +842,11 @@ static int np_run_all(const np_config *cfg, np_env *env, double *dd, char (*dd_r
         for (int rep = 0; rep < cfg->reps; rep++)
             mb[rep] = (double)runs[c].max[rep].logical_bytes / runs[c].max[rep].seconds / 1e6;
         double half = bk_median(mb, (int)cfg->reps) / 2;
-        FR_TRY(np_run_latency(env, cfg->codecs[c], half, &runs[c].lat, err));
+        np_lat *l = &runs[c].lat;
+        if (!cfg->skip_disk)
+            FR_TRY(bk_fsync_latency(cfg->dir, (size_t)env->lat_batch_logical, NP_FSYNC_PROBES,
+                                    &l->disk_p50_ms, &l->disk_p99_ms, err));
+        FR_TRY(np_run_latency(env, cfg->codecs[c], half, l, err));
         printf("  %s at %.1f MB/s: end-to-end p50 %.2f ms, p99 %.2f ms\n", cfg->codecs[c],
                runs[c].lat.achieved_mb_s, runs[c].lat.e2e_p50_ms, runs[c].lat.e2e_p99_ms);
         fflush(stdout);

@@ -122,6 +122,16 @@ int bk_load_batch(fr_batch *const *distinct, int64_t batch_rows, int64_t rows, i
     return fr_batch_slice(distinct[i % BK_DISTINCT], 0, *n, out, err);
 }
 
+int bk_batch_head(const fr_batch *b, int64_t n, fr_batch **out, fr_error *err)
+{
+    if (n != fr_batch_num_rows(b)) return fr_batch_slice(b, 0, n, out, err);
+    int cols[BK_COLUMNS + 1];
+    int ncols = fr_batch_num_columns(b);
+    FR_CHECK(ncols <= BK_COLUMNS, FR_ELIMIT, err, "a batch of %d columns", ncols);
+    for (int i = 0; i < ncols; i++) cols[i] = i;
+    return fr_batch_project(b, cols, ncols, out, err);
+}
+
 int64_t bk_batch_logical_bytes(const fr_batch *b, const int *cols, int ncols)
 {
     int n = cols ? ncols : fr_batch_num_columns(b);
@@ -499,4 +509,34 @@ int64_t bk_pid_cpu_ns(pid_t pid)
         return -1;
     long hz = sysconf(_SC_CLK_TCK);
     return (int64_t)((utime + stime) * (1000000000ull / (unsigned long long)(hz > 0 ? hz : 100)));
+}
+
+int bk_fsync_latency(const char *dir, size_t bytes, int n, double *p50, double *p99,
+                     fr_error *err)
+{
+    char file[4096];
+    FR_TRY(bk_path(file, sizeof file, dir, "fsync.tmp", err));
+    uint8_t *buf = fr_calloc(1, bytes + 1);
+    double *ms = fr_calloc((size_t)n + 1, sizeof *ms);
+    int fd = buf && ms ? open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644) : -1;
+    int rc = 0;
+    if (!buf || !ms) rc = fr_fail(err, FR_ENOMEM, "out of memory");
+    else if (fd < 0) rc = fr_fail_errno(err, errno, "open %s", file);
+    for (int i = 0; rc == 0 && i < n; i++) {
+        int64_t t0 = fr_monotonic_ns();
+        if (write(fd, buf, bytes) != (ssize_t)bytes || fdatasync(fd) != 0)
+            rc = fr_fail_errno(err, errno, "write %s", file);
+        ms[i] = (double)(fr_monotonic_ns() - t0) / 1e6;
+    }
+    if (fd >= 0) {
+        close(fd);
+        unlink(file);
+    }
+    if (rc == 0) {
+        *p50 = bk_quantile(ms, n, 0.50);
+        *p99 = bk_quantile(ms, n, 0.99);
+    }
+    fr_free(buf);
+    fr_free(ms);
+    return rc;
 }

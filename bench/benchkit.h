@@ -48,6 +48,11 @@ int bk_distinct_batches(int64_t seed, int64_t batch_rows, fr_batch **out, fr_err
 int bk_load_batch(fr_batch *const *distinct, int64_t batch_rows, int64_t rows, int64_t i,
                   fr_batch **out, bool *owned, int64_t *n, fr_error *err);
 
+/* A batch of the first n rows of b: sharing b's buffers when n is all of them (no copy, as
+ * a timed call must not pay for the benchmark's own bookkeeping), a copy otherwise. *out is
+ * the caller's; b may be freed before it. */
+int bk_batch_head(const fr_batch *b, int64_t n, fr_batch **out, fr_error *err);
+
 /* The logical bytes of the chosen columns of b (all columns when cols is NULL). */
 int64_t bk_batch_logical_bytes(const fr_batch *b, const int *cols, int ncols);
 
@@ -110,6 +115,11 @@ double bk_json_number(json_t *doc, const char *path);
  * dd's own rounded rate as text. The file is removed afterwards. */
 int bk_run_dd(const char *dir, int64_t mib, double *mb_s, char *rate, size_t rate_cap,
               fr_error *err);
+
+/* The latency of the disk's durable small appends: n times write() of `bytes` bytes to a
+ * file in dir and fdatasync(); *p50 and *p99 in milliseconds. The file is removed. */
+int bk_fsync_latency(const char *dir, size_t bytes, int n, double *p50, double *p99,
+                     fr_error *err);
 
 /* ---- over the network: a firth server, and peers ---------------------------------------- */
 
