@@ -42,7 +42,7 @@ bench: deps build
 fuzz: deps
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DFIRTH_FUZZ=ON -DFIRTH_SANITIZE=ON
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
-	@echo "fuzz targets are in $(FUZZ_BUILD)/bin (run e.g. $(FUZZ_BUILD)/bin/fuzz_sql tests/fuzz/corpus/sql)"
+	@echo "fuzz targets are in $(FUZZ_BUILD)/bin (run e.g. $(FUZZ_BUILD)/bin/fuzz_sql_parser tests/fuzz/corpus/sql_parser)"
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
