@@ -160,7 +160,7 @@ static int nf_run_codec(const nf_config *cfg, firth_client *c, const char *codec
     for (char *p = name; *p; p++)
         if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
     snprintf(qname, sizeof qname, "bench_net.%s", name);
-    FR_TRY(bk_remote_table_create(c, "bench_net", name, -1, 1, codec, err));
+    FR_TRY(bk_remote_table_create(c, "bench_net", name, -1, 1, codec, NULL, 0, err));
     int64_t t0 = fr_monotonic_ns();
     FR_TRY(nf_load(cfg, c, qname, tm->col_bytes, err));
     tm->load_seconds = (double)(fr_monotonic_ns() - t0) / 1e9;

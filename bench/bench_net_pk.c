@@ -41,6 +41,8 @@ typedef struct pk_config {
     int64_t seed;
     int64_t server_pid;
     const char *codec;
+    const char *options[BK_TABLE_OPTIONS_MAX]; /* more table options, KEY=VALUE */
+    int noptions;
 } pk_config;
 
 /* What the threads of one phase share. */
@@ -277,7 +279,8 @@ static int pk_setup(const pk_config *cfg, pk_shared *sh, fr_error *err)
     for (int i = 0; i < cfg->clients; i++)
         FR_GOTO(bk_connect(cfg->connect, &sh->clients[i], err));
     FR_GOTO(bk_remote_table_create(sh->clients[0], "bench_net", "pk", PK_KEY_COLUMN,
-                                   (int)cfg->buckets, cfg->codec, err));
+                                   (int)cfg->buckets, cfg->codec, cfg->options, cfg->noptions,
+                                   err));
 fail:
     if (bld) fr_builder_free(bld);
     if (schema) fr_schema_free(schema);
@@ -334,8 +337,10 @@ static int pk_report(const pk_config *cfg, const pk_phase *up, const pk_phase *l
         pl = bk_json_number(peer, "median.lookups_per_s");
     }
     double ups = (double)up->count / up->seconds, looks = (double)look->count / look->seconds;
-    printf("net pk (%lld keys, %lld clients, %lld bucket(s)):\n", (long long)cfg->keys,
+    printf("net pk (%lld keys, %lld clients, %lld bucket(s)", (long long)cfg->keys,
            (long long)cfg->clients, (long long)cfg->buckets);
+    for (int i = 0; i < cfg->noptions; i++) printf(", %s", cfg->options[i]);
+    printf("):\n");
     printf("  firth upserts  %10.0f rows/s  (%lld-row calls: p50 %.1f ms p99 %.1f ms; cores "
            "busy: client %.2f, server %.2f)", ups, (long long)cfg->batch_rows, up->p50, up->p99,
            up->cpu / up->seconds, up->server_cpu / up->seconds);
@@ -350,15 +355,18 @@ static int pk_report(const pk_config *cfg, const pk_phase *up, const pk_phase *l
               "(synchronous_commit on)", ups, pu);
     pk_target(targets, "net_pk_lookups_vs_postgres", "firth point lookups/s (batched) / "
               "PostgreSQL pipelined prepared SELECT by primary key /s", looks, pl);
-    json_t *doc = json_pack("{s:s, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I}, s:o, s:o,"
-                            " s:o, s:o}",
+    json_t *opts = json_array();
+    for (int i = 0; i < cfg->noptions; i++)
+        json_array_append_new(opts, json_string(cfg->options[i]));
+    json_t *doc = json_pack("{s:s, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:o, s:I}, s:o,"
+                            " s:o, s:o, s:o}",
                             "benchmark", "net_pk", "host", bk_host_json(), "config", "keys",
                             (json_int_t)cfg->keys, "clients", (json_int_t)cfg->clients,
                             "batch_rows", (json_int_t)cfg->batch_rows, "lookup_ms",
                             (json_int_t)cfg->lookup_ms, "lookup_batch",
                             (json_int_t)cfg->lookup_batch, "buckets",
-                            (json_int_t)cfg->buckets, "compression", cfg->codec, "seed",
-                            (json_int_t)cfg->seed, "upserts",
+                            (json_int_t)cfg->buckets, "compression", cfg->codec, "options",
+                            opts, "seed", (json_int_t)cfg->seed, "upserts",
                             pk_phase_json("rows_per_s", up), "lookups",
                             pk_phase_json("keys_per_s", look), "peer",
                             peer ? peer : json_null(), "targets", targets);
@@ -373,7 +381,7 @@ static void pk_usage(void)
             "usage: bench_net_pk --connect HOST:PORT [--out FILE.json] [--peer FILE.json]\n"
             "          [--keys N] [--clients N] [--batch-rows N] [--lookup-ms MS]\n"
             "          [--lookup-batch N] [--buckets N] [--codec NAME] [--seed N]\n"
-            "          [--server-pid PID]\n"
+            "          [--server-pid PID] [--option KEY=VALUE]...\n"
             "  Upserts N keys twice in batches, then looks keys up in batches, in a\n"
             "  primary-key table of the 20-column benchmark rows on a firth server; --peer is\n"
             "  the result file of peer_postgres run with the same keys and batch sizes.\n");
@@ -400,6 +408,11 @@ static int pk_parse_args(int argc, char **argv, pk_config *cfg, fr_error *err)
             FR_TRY(bk_arg_i64(a, v, 1, FR_BATCH_ROWS_MAX, &cfg->lookup_batch, err));
         else if (!strcmp(a, "--buckets")) FR_TRY(bk_arg_i64(a, v, 1, 1024, &cfg->buckets, err));
         else if (!strcmp(a, "--codec")) cfg->codec = v;
+        else if (!strcmp(a, "--option")) {
+            FR_CHECK(cfg->noptions < BK_TABLE_OPTIONS_MAX, FR_ELIMIT, err,
+                     "at most %d --option", BK_TABLE_OPTIONS_MAX);
+            cfg->options[cfg->noptions++] = v;
+        }
         else if (!strcmp(a, "--seed")) FR_TRY(bk_arg_i64(a, v, 0, INT64_MAX, &cfg->seed, err));
         else if (!strcmp(a, "--server-pid"))
             FR_TRY(bk_arg_i64(a, v, 0, INT32_MAX, &cfg->server_pid, err));

@@ -377,7 +377,7 @@ static int np_run_max(np_env *env, const char *codec, int rep, np_max *res, fr_e
     np_table_name(name, sizeof name, "max", codec, rep);
     snprintf(qname, sizeof qname, "bench_net.%s", name);
     FR_TRY(bk_remote_table_create(env->admin, "bench_net", name, -1, (int)cfg->buckets, codec,
-                                  err));
+                                  NULL, 0, err));
     int64_t encoded = 0;
     FR_TRY(np_encoded_bytes(env->batches[0], codec, &encoded, err));
     np_shared sh = {.env = env, .table = qname};
@@ -495,7 +495,7 @@ static int np_run_latency(np_env *env, const char *codec, double rate_mb_s, np_l
     np_table_name(name, sizeof name, "latency", codec, 0);
     snprintf(qname, sizeof qname, "bench_net.%s", name);
     FR_TRY(bk_remote_table_create(env->admin, "bench_net", name, -1, (int)cfg->buckets, codec,
-                                  err));
+                                  NULL, 0, err));
     np_shared sh = {.env = env, .table = qname};
     /* Each producer makes one call per period: producers * batch / period = the rate. */
     sh.period_ns = (int64_t)((double)cfg->producers * (double)env->lat_batch_logical /
@@ -573,7 +573,7 @@ static void np_usage(void)
 static int np_parse_args(int argc, char **argv, np_config *cfg, fr_error *err)
 {
     *cfg = (np_config){.mb = 192, .reps = 3, .producers = 4, .batch_rows = 512,
-                       .latency_batch_rows = 64, .latency_ms = 4000, .buckets = 1,
+                       .latency_batch_rows = 64, .latency_ms = 4000, .buckets = 4,
                        .seed = 43, .linger_ms = 0, .writer_batch_bytes = 1 << 20,
                        .writer_buffer_bytes = 8 << 20,
                        .writer_api = true};

@@ -469,19 +469,31 @@ static void bk_schema_json(int key_col, char *out, size_t cap)
 }
 
 int bk_remote_table_create(firth_client *c, const char *db, const char *name, int key_col,
-                           int buckets, const char *compression, fr_error *err)
+                           int buckets, const char *compression, const char *const *extra,
+                           int nextra, fr_error *err)
 {
     char qname[256], schema[2048], nbuckets[16];
+    char keybuf[BK_TABLE_OPTIONS_MAX][128];
+    const char *keys[BK_TABLE_OPTIONS_MAX + 2] = {"bucket.num", "table.log.arrow.compression.type"};
+    const char *values[BK_TABLE_OPTIONS_MAX + 2] = {nbuckets, compression};
     firth_error fe = {0};
+    FR_CHECK(nextra <= BK_TABLE_OPTIONS_MAX, FR_ELIMIT, err, "at most %d table options",
+             BK_TABLE_OPTIONS_MAX);
+    for (int i = 0; i < nextra; i++) {
+        const char *eq = strchr(extra[i], '=');
+        FR_CHECK(eq && eq > extra[i] && (size_t)(eq - extra[i]) < sizeof keybuf[i], FR_EINVAL,
+                 err, "table option %s is not KEY=VALUE", extra[i]);
+        snprintf(keybuf[i], sizeof keybuf[i], "%.*s", (int)(eq - extra[i]), extra[i]);
+        keys[2 + i] = keybuf[i];
+        values[2 + i] = eq + 1;
+    }
     snprintf(qname, sizeof qname, "%s.%s", db, name);
     snprintf(nbuckets, sizeof nbuckets, "%d", buckets);
     bk_schema_json(key_col, schema, sizeof schema);
-    const char *keys[] = {"bucket.num", "table.log.arrow.compression.type"};
-    const char *values[] = {nbuckets, compression};
     firth_table_def def = {
         .table = qname, .schema_json = schema,
         .primary_key = key_col >= 0 ? bk_column_name(key_col) : NULL,
-        .option_keys = keys, .option_values = values, .noptions = 2,
+        .option_keys = keys, .option_values = values, .noptions = 2 + nextra,
     };
     if (firth_create_database(c, db, true, &fe) != 0) return bk_firth_fail(&fe, db, err);
     if (firth_drop_table(c, qname, true, &fe) != 0) return bk_firth_fail(&fe, qname, err);

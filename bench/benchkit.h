@@ -153,10 +153,13 @@ int bk_firth_fail(const firth_error *fe, const char *what, fr_error *err);
 /* Opens a client of the server at "HOST:PORT". *out is the caller's (firth_close). */
 int bk_connect(const char *hostport, firth_client **out, fr_error *err);
 /* Creates db.name (dropping it first) as the benchmark table over a client, with the given
- * buckets and log compression; with key_col >= 0 that column is NOT NULL and the primary
- * key (a primary-key table), else a log table. */
+ * buckets and log compression and the `nextra` more table options "KEY=VALUE" of extra
+ * (may be NULL); with key_col >= 0 that column is NOT NULL and the primary key (a
+ * primary-key table), else a log table. */
+#define BK_TABLE_OPTIONS_MAX 16
 int bk_remote_table_create(firth_client *c, const char *db, const char *name, int key_col,
-                           int buckets, const char *compression, fr_error *err);
+                           int buckets, const char *compression, const char *const *extra,
+                           int nextra, fr_error *err);
 
 /* CPU time (user + system) a process has used so far, in nanoseconds; -1 when it cannot be
  * read (pid <= 0, no /proc). For a server in another process. */
