@@ -2,21 +2,23 @@
  * throughput against the disk's own durable sequential write speed, and end-to-end latency
  * from a produce call to a consumer's receipt at half that throughput.
  *
- * Throughput: producer threads, each with its own client (its own connection), call
- * firth_produce on one log table with a prebuilt batch of the 20-column benchmark table
- * (about 1 KB a row) until MIB MiB of rows are acknowledged. The server runs with
- * log.flush = append, so an acknowledgement means the rows are fsync'd. The timed span
- * starts when the producers are released and ends when the last acknowledgement arrives.
+ * Throughput: producer threads, each with its own client (its own connection) and its own
+ * firth_writer (or firth_produce calls with --api produce), append a prebuilt batch of the
+ * 20-column benchmark table (about 1 KB a row) to one log table of --buckets buckets until
+ * MIB MiB of rows are acknowledged. The server runs with log.flush = append, so an
+ * acknowledgement means the rows are fsync'd. The timed span starts when the producers are
+ * released and ends when the last acknowledgement arrives.
  * The disk: `dd ... conv=fdatasync` in the scratch dir (the server's data dir should be on
  * the same file system), interleaved with firth's runs. The verdict compares the log bytes
  * acknowledged per second (the encoded batches, what the server writes) with dd's MB/s.
  *
  * Latency: the producers are paced to half of the median maximum (in logical MB/s), each
  * sending its batch on a fixed schedule, while a consumer with its own client long-polls a
- * scanner subscribed to the table. Each produce call stamps column b0 of its rows with the
+ * scanner subscribed to the table. Each call stamps column b0 of its rows with the
  * monotonic clock just before the call; the consumer subtracts it from the clock when a
- * poll returns the rows: the latency of produce, fsync, acknowledgement to readers, the
- * long poll's wake-up, fetch and decoding. One sample per record batch received. */
+ * poll returns the rows: the latency of the writer, the network, the append and its fsync,
+ * the parked fetch's wake-up, the fetch and the decoding. One sample per record batch
+ * received. Beside it, the disk's own write + fdatasync latency for a batch of that size. */
 #include "benchkit.h"
 #include "client/client_bridge.h"
 
