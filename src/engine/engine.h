@@ -39,13 +39,18 @@ typedef struct fr_engine_options {
      * default 1,000,000, 0 off); the thread looks every 5 s or interval, whichever is less. */
     int64_t kv_flush_interval_ms;
     int64_t kv_flush_records;
+    int64_t kv_block_cache_bytes;  /* `kv.block-cache.bytes`: one LRU cache for every store;
+                                      default 64 MiB */
+    int64_t kv_write_buffer_bytes; /* `kv.write-buffer.bytes`: every store's memtables
+                                      together; default 64 MiB, at least 1 MiB */
 } fr_engine_options;
 
 void fr_engine_options_default(fr_engine_options *o);
 /* Sets one configuration key from its text (docs/CONFIGURATION.md): "log.flush" (append,
  * interval, none), "log.flush.interval" (a duration), "log.segment.bytes" (a size),
  * "log.retention.check-interval" (a duration, 0 off), "kv.flush.interval" (a duration, 0
- * off), "kv.flush.records" (a count, 0 off). An unknown key or a bad value is FR_EINVAL with a
+ * off), "kv.flush.records" (a count, 0 off), "kv.block-cache.bytes" and
+ * "kv.write-buffer.bytes" (sizes). An unknown key or a bad value is FR_EINVAL with a
  * message naming the key; o is then unchanged. */
 int fr_engine_options_set(fr_engine_options *o, const char *key, const char *value,
                           fr_error *err);

@@ -432,7 +432,7 @@ static int load_table(loader *l, json_t *t)
     }
     fr_table *obj = NULL;
     FR_TRY(fr_table_create_obj(id, db, name, created, schemas, ns, &conf, e->data_dir, &e->opts,
-                               &obj, l->err));
+                               e->kv_env, &obj, l->err));
     fr_table_attach(obj, e->link);
     e->tables[e->ntables++] = obj;
     return load_partitions(l, t, obj);

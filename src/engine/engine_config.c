@@ -1,6 +1,6 @@
 /* engine_config.c — the engine's configuration keys ("log.flush", "log.flush.interval",
  * "log.segment.bytes", "log.retention.check-interval", and the KV stores'
- * "kv.flush.interval", "kv.flush.records"):
+ * "kv.flush.interval", "kv.flush.records", "kv.block-cache.bytes", "kv.write-buffer.bytes"):
  * parsing one key's text value into fr_engine_options, for the command line, the public API
  * and later the server's config file. docs/CONFIGURATION.md lists the keys with their defaults and meanings; a key added
  * here is added there.
@@ -84,6 +84,31 @@ static int set_kv_flush_records(fr_engine_options *o, const char *key, const cha
     return FR_OK;
 }
 
+static int set_size_at_least(const char *key, const char *value, int64_t min,
+                             const char *min_text, int64_t *out, fr_error *err)
+{
+    int64_t n;
+    fr_error perr = {0};
+    if (fr_parse_bytes(value, &n, &perr) < 0)
+        return fr_fail(err, FR_EINVAL, "%s: %s", key, perr.msg);
+    FR_CHECK(n >= min, FR_EINVAL, err, "%s: %s is below the minimum of %s", key, value,
+             min_text);
+    *out = n;
+    return FR_OK;
+}
+
+static int set_kv_block_cache(fr_engine_options *o, const char *key, const char *value,
+                              fr_error *err)
+{
+    return set_size_at_least(key, value, 0, "0", &o->kv_block_cache_bytes, err);
+}
+
+static int set_kv_write_buffer(fr_engine_options *o, const char *key, const char *value,
+                               fr_error *err)
+{
+    return set_size_at_least(key, value, 1 << 20, "1mb", &o->kv_write_buffer_bytes, err);
+}
+
 typedef struct engine_key {
     const char *key;
     int (*set)(fr_engine_options *o, const char *key, const char *value, fr_error *err);
@@ -96,6 +121,8 @@ static const engine_key ENGINE_KEYS[] = {
     {"log.retention.check-interval", set_retention_check},
     {"kv.flush.interval", set_kv_flush_interval},
     {"kv.flush.records", set_kv_flush_records},
+    {"kv.block-cache.bytes", set_kv_block_cache},
+    {"kv.write-buffer.bytes", set_kv_write_buffer},
 };
 #define ENGINE_NKEYS ((int)(sizeof ENGINE_KEYS / sizeof ENGINE_KEYS[0]))
 
@@ -107,8 +134,8 @@ int fr_engine_options_set(fr_engine_options *o, const char *key, const char *val
         if (strcmp(ENGINE_KEYS[i].key, key) == 0) return ENGINE_KEYS[i].set(o, key, value, err);
     return fr_fail(err, FR_EINVAL,
                    "unknown configuration key '%s'; the keys are log.flush, log.flush.interval, "
-                   "log.segment.bytes, log.retention.check-interval, kv.flush.interval and "
-                   "kv.flush.records",
+                   "log.segment.bytes, log.retention.check-interval, kv.flush.interval, "
+                   "kv.flush.records, kv.block-cache.bytes and kv.write-buffer.bytes",
                    key);
 }
 

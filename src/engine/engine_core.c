@@ -36,6 +36,10 @@ void fr_engine_options_default(fr_engine_options *o)
     o->auto_partition_check_interval_ms = FR_AUTO_PARTITION_INTERVAL_DEFAULT_MS;
     o->kv_flush_interval_ms = FR_KV_FLUSH_INTERVAL_DEFAULT_MS;
     o->kv_flush_records = FR_KV_FLUSH_RECORDS_DEFAULT;
+    fr_kv_env_options kv;
+    fr_kv_env_options_default(&kv);
+    o->kv_block_cache_bytes = kv.block_cache_bytes;
+    o->kv_write_buffer_bytes = kv.write_buffer_bytes;
 }
 
 /* The period of the background KV flush check: often enough for the record limit, never
@@ -235,6 +239,12 @@ int fr_engine_open(const fr_engine_options *opts, fr_engine **out, fr_error *err
              "no data dir given");
     FR_CHECK(opts->flush != FR_FLUSH_INTERVAL || opts->flush_interval_ms > 0, FR_EINVAL, err,
              "log.flush.interval of %lld ms must be positive", (long long)opts->flush_interval_ms);
+    FR_CHECK(opts->kv_write_buffer_bytes >= (1 << 20), FR_EINVAL, err,
+             "kv.write-buffer.bytes of %lld bytes is below the minimum of 1mb",
+             (long long)opts->kv_write_buffer_bytes);
+    FR_CHECK(opts->kv_block_cache_bytes >= 0, FR_EINVAL, err,
+             "kv.block-cache.bytes of %lld bytes is negative",
+             (long long)opts->kv_block_cache_bytes);
     size_t dl = strlen(opts->data_dir);
     while (dl > 1 && opts->data_dir[dl - 1] == '/') dl--;
     FR_CHECK(dl < FR_ENGINE_PATH_BYTES_MAX - 512, FR_EINVAL, err, "data dir path too long");
@@ -262,6 +272,9 @@ int fr_engine_open(const fr_engine_options *opts, fr_engine **out, fr_error *err
     }
     snprintf(e->meta_dir, dl + 6, "%s/meta", e->data_dir);
     e->opts.data_dir = e->data_dir;
+    fr_kv_env_options kvo = {.block_cache_bytes = opts->kv_block_cache_bytes,
+                             .write_buffer_bytes = opts->kv_write_buffer_bytes};
+    FR_GOTO(fr_kv_env_new(&kvo, &e->kv_env, err));
     FR_GOTO(fr_mkdirs(e->data_dir, err));
     char marker[FR_ENGINE_PATH_BYTES_MAX];
     snprintf(marker, sizeof marker, "%s/FIRTH", e->meta_dir);
@@ -322,6 +335,7 @@ void fr_engine_close(fr_engine *e)
         pthread_mutex_destroy(&e->link->mu);
         fr_free(e->link);
     }
+    fr_kv_env_release(e->kv_env); /* stores still open keep it */
     if (e->lock_fd >= 0) close(e->lock_fd);
     pthread_mutex_destroy(&e->mu);
     pthread_mutex_destroy(&e->stop_mu);
@@ -564,7 +578,7 @@ static int add_table_locked(fr_engine *e, const char *db, const char *name,
     e->tables = tables;
     fr_table *t = NULL;
     FR_TRY(fr_table_create_obj(e->next_table_id, db, name, fr_now_ms(), schemas, 1, conf,
-                               e->data_dir, &e->opts, &t, err));
+                               e->data_dir, &e->opts, e->kv_env, &t, err));
     fr_table_attach(t, e->link);
     e->tables[e->ntables++] = t;
     e->next_table_id++;

@@ -176,11 +176,13 @@ struct fr_table {
     fr_engine_link *link;    /* NULL until the table is in a catalog */
 };
 
-/* A table from its parts (takes ownership of schemas and conf, whatever happens). */
+/* A table from its parts (takes ownership of schemas and conf, whatever happens). kv_env
+ * (may be NULL: each store makes its own) is shared by its KV stores; the table holds a
+ * reference. */
 int fr_table_create_obj(int64_t id, const char *db, const char *name, int64_t created_ms,
                         fr_schema **schemas, int nschemas, fr_table_conf *conf,
-                        const char *data_dir, const fr_engine_options *eo, fr_table **out,
-                        fr_error *err);
+                        const char *data_dir, const fr_engine_options *eo, fr_kv_env *kv_env,
+                        fr_table **out, fr_error *err);
 void fr_table_retain(fr_table *t);
 /* The log of a bucket, opened on first use. */
 int fr_table_get_log(fr_table *t, int bucket, fr_log **out, fr_error *err);
@@ -281,6 +283,8 @@ struct fr_engine {
     int64_t next_table_id;
     int64_t next_partition_id;
     fr_engine_link *link;
+
+    fr_kv_env *kv_env; /* shared by the KV stores of its tables (each holds a reference) */
 
     pthread_t retention_thread;
     bool retention_running;

@@ -15,8 +15,8 @@
 
 int fr_table_create_obj(int64_t id, const char *db, const char *name, int64_t created_ms,
                         fr_schema **schemas, int nschemas, fr_table_conf *conf,
-                        const char *data_dir, const fr_engine_options *eo, fr_table **out,
-                        fr_error *err)
+                        const char *data_dir, const fr_engine_options *eo, fr_kv_env *kv_env,
+                        fr_table **out, fr_error *err)
 {
     fr_table *t = fr_calloc(1, sizeof *t);
     if (!t) {
@@ -44,6 +44,8 @@ int fr_table_create_obj(int64_t id, const char *db, const char *name, int64_t cr
 
     pthread_mutex_init(&t->parts_mu, NULL);
     fr_pkopt_kv_spec(schemas[nschemas - 1], &t->conf, &t->kv_spec);
+    if (kv_env) fr_kv_env_retain(kv_env);
+    t->kv_spec.env = kv_env;
     t->kv_spec.log_unsynced = eo->flush == FR_FLUSH_NONE;
 
     fr_buf path;
@@ -82,6 +84,7 @@ static void table_destroy(fr_table *t)
         if (t->kvs[b]) fr_kv_close(t->kvs[b]);
     for (int b = 0; t->logs && b < t->conf.nbuckets; b++)
         if (t->logs[b]) fr_log_close(t->logs[b]);
+    fr_kv_env_release(t->kv_spec.env);
     const char *dirs[2] = {t->dir, t->kv_dir};
     for (int i = 0; i < 2 && atomic_load(&t->dropped); i++) {
         fr_error err = {0};

@@ -76,6 +76,36 @@ bool fr_agg_fn_accepts(fr_agg_fn fn, const fr_type *t);
  * first_row, versioned and aggregation, allow for last_row (as Fluss). */
 fr_delete_behavior fr_delete_behavior_default(fr_merge_engine m);
 
+/* ---- resources shared by the stores of an engine ---------------------------------------- */
+
+/* One LRU block cache for every store, and a budget for their memtables together. RocksDB
+ * 7.8's C API has no write buffer manager, so the budget is kept here: each store's
+ * memtable may grow to half the budget (at most 64 MiB), and after a write, when the active
+ * memtables of all stores together pass 7/8 of the budget, the store written to switches
+ * its memtable and has it flushed in the background (if it holds at least 1/128 of the
+ * budget, and 256 KiB), as RocksDB's write buffer manager does. Memtables being flushed
+ * (at most two per store) are not counted. Idle stores keep theirs until their
+ * next flush (fr_kv_flush, the engine's periodic flush or close). Reference counted: every
+ * store holds one reference, so the environment lives as long as its last store. */
+typedef struct fr_kv_env fr_kv_env;
+
+typedef struct fr_kv_env_options {
+    int64_t block_cache_bytes;  /* capacity of the shared block cache; default 64 MiB */
+    int64_t write_buffer_bytes; /* the memtables of every store together; default 64 MiB,
+                                   at least 1 MiB */
+} fr_kv_env_options;
+
+void fr_kv_env_options_default(fr_kv_env_options *o);
+/* A new environment (one reference, the caller's). FR_EINVAL for sizes out of range. */
+int fr_kv_env_new(const fr_kv_env_options *o, fr_kv_env **out, fr_error *err);
+void fr_kv_env_retain(fr_kv_env *env);
+/* Drops a reference; the last one frees the environment. NULL is a no-op. */
+void fr_kv_env_release(fr_kv_env *env);
+/* Bytes in the active memtables of the environment's open stores (as last seen after each
+ * store's writes), and the block cache's usage. For metrics and tests. */
+int64_t fr_kv_env_memtable_bytes(fr_kv_env *env);
+int64_t fr_kv_env_block_cache_bytes(fr_kv_env *env);
+
 /* How a table's rows merge; the arrays are owned by the caller and copied by fr_kv_open. */
 typedef struct fr_kv_spec {
     const fr_schema *schema;        /* the table schema (rows written and stored) */
@@ -93,6 +123,9 @@ typedef struct fr_kv_spec {
     fr_changelog_image image;
     fr_compression compression;     /* of the changelog record batches */
     const char *name;               /* for messages: "db.t bucket 3" */
+    fr_kv_env *env;                 /* shared cache and memtable budget (the store takes a
+                                       reference), or NULL for an environment of its own
+                                       with an 8 MiB cache and a 64 MiB budget */
     bool log_unsynced;              /* the log is never fsynced (FR_FLUSH_NONE): flushes of
                                        the state do not fsync it first */
 } fr_kv_spec;

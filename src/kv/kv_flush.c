@@ -1,7 +1,7 @@
 /* kv_flush.c — making a bucket's state durable on demand, and what that allows: the
  * persisted offset (the changelog offset up to which the state is known to be on disk),
- * flushes when the unflushed tail grows too long or too old, and the removal of log
- * segments that recovery no longer needs.
+ * flushes when the unflushed tail grows too long or too old, the removal of log segments
+ * that recovery no longer needs, and the memtable budget shared by an environment's stores.
  *
  * Invariants: persisted <= the applied offset in RocksDB's files <= applied. A flush first
  * makes the log durable up to what it will persist (unless the log is never fsynced), so
@@ -107,8 +107,37 @@ int fr_kv_enforce_log_retention(fr_kv *kv, int64_t now_ms, int *removed, fr_erro
 
 /* ---- after each write ----------------------------------------------------------------------- */
 
+static int64_t kv_active_bytes(fr_kv *kv)
+{
+    uint64_t v = 0;
+    if (rocksdb_property_int(kv->db, "rocksdb.cur-size-active-mem-table", &v) != 0) return 0;
+    return (int64_t)v;
+}
+
+/* Reports this store's active memtable to the environment; returns the environment's sum. */
+static int64_t kv_report_memory(fr_kv *kv)
+{
+    int64_t now = kv_active_bytes(kv), delta = now - kv->mem_reported;
+    kv->mem_reported = now;
+    return atomic_fetch_add(&kv->env->active_bytes, delta) + delta;
+}
+
 void kv_after_write(fr_kv *kv)
 {
     int64_t zero = 0;
     atomic_compare_exchange_strong(&kv->dirty_since_ms, &zero, kv_now_ms());
+    int64_t total = kv_report_memory(kv);
+    if (total <= kv->env->flush_trigger || kv->mem_reported < kv->env->flush_min) return;
+    /* Over budget: seal this memtable and let RocksDB flush it in the background (without
+     * waiting, so the persisted offset stays where it is). */
+    rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+    rocksdb_flushoptions_set_wait(fo, 0);
+    char *errptr = NULL;
+    rocksdb_flush(kv->db, fo, &errptr);
+    rocksdb_flushoptions_destroy(fo);
+    if (errptr) {
+        FR_WARN("%s: RocksDB flush for the memtable budget failed: %s", kv->name, errptr);
+        rocksdb_free(errptr);
+    }
+    kv_report_memory(kv);
 }

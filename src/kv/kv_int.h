@@ -9,9 +9,10 @@
  * the write batches even with its WAL off.
  *
  * Locking: fr_kv.mu serializes writes (and everything a write touches: the pending table,
- * the writer table, `failed`); reads take no lock and use RocksDB snapshots. flush_mu
- * serializes flushes (lock order: mu, then flush_mu). applied, persisted, nkeys and
- * dirty_since_ms are atomics so that readers may look at them without a lock. */
+ * the writer table, `failed`, mem_reported); reads take no lock and use RocksDB
+ * snapshots. flush_mu serializes flushes (lock order: mu, then flush_mu). applied,
+ * persisted, nkeys and dirty_since_ms are atomics so that readers may look at them without
+ * a lock. */
 #ifndef FIRTH_KV_INT_H
 #define FIRTH_KV_INT_H
 
@@ -64,6 +65,36 @@ int kv_pending_get(kv_pending *p, rocksdb_t *db, const rocksdb_readoptions_t *ro
 /* Replaces the entry's value with a copy of val (NULL: the key is deleted); marks it dirty. */
 int kv_pending_set(kv_entry *e, const uint8_t *val, size_t vlen, fr_error *err);
 
+/* ---- the environment (kv_env.c) --------------------------------------------------------- */
+
+/* Sizes of an environment a store makes for itself (spec.env NULL): RocksDB's default
+ * block cache, and a budget that lets the memtable grow to 32 MiB. */
+#define KV_PRIVATE_CACHE_BYTES (8 << 20)
+#define KV_PRIVATE_BUFFER_BYTES (64 << 20)
+#define KV_MEMTABLE_BYTES_MAX (64 << 20)
+#define KV_BUFFER_BYTES_MIN (1 << 20)
+/* Memtables per store (the active one and those being flushed), and RocksDB's background
+ * threads for flushes and compactions. */
+#define KV_WRITE_BUFFERS 3
+/* A memtable grows by arena blocks, and its reported size counts whole blocks: RocksDB's
+ * default (1 MiB here) would make a memtable holding one row look like 1 MiB to the
+ * budget. */
+#define KV_ARENA_BLOCK_BYTES (64 << 10)
+#define KV_BACKGROUND_FLUSHES 4
+#define KV_BACKGROUND_COMPACTIONS 2
+
+struct fr_kv_env {
+    atomic_int refs;
+    rocksdb_cache_t *cache;
+    size_t memtable_bytes; /* each store's write_buffer_size */
+    int64_t flush_trigger; /* active memtables past this: the writing store flushes */
+    int64_t flush_min;     /* ... when its own active memtable holds at least this */
+    _Atomic int64_t active_bytes;
+};
+
+/* Sets the environment's cache and memtable size on a store's options. */
+void kv_env_apply(const fr_kv_env *env, rocksdb_options_t *opts);
+
 /* ---- the store -------------------------------------------------------------------------- */
 
 typedef struct kv_writer {
@@ -97,6 +128,7 @@ struct fr_kv {
     rocksdb_writeoptions_t *wopts;
     rocksdb_readoptions_t *ropts;
 
+    fr_kv_env *env;    /* a reference */
     bool log_unsynced;
 
     pthread_mutex_t mu;
@@ -105,6 +137,7 @@ struct fr_kv {
     _Atomic int64_t persisted;      /* see fr_kv_persisted_offset */
     _Atomic int64_t dirty_since_ms; /* monotonic ms of the first write since the flush
                                        began that last cleared it; 0: none */
+    int64_t mem_reported;           /* this store's part of env->active_bytes (mu) */
     _Atomic int64_t nkeys; /* exact for FULL images; -1 when unknown */
     int failed;            /* an FR_E* code once a RocksDB write failed after its append */
     kv_pending pending;
@@ -113,8 +146,9 @@ struct fr_kv {
     uint64_t writer_clock;
 };
 
-/* kv_flush.c: what a successful write does for durability (mu held): notes the first
- * unflushed change's time. */
+/* kv_flush.c: what a successful write does for durability and the memtable budget (mu
+ * held): notes the first unflushed change's time, and flushes this store's memtable in the
+ * background when the environment's memtables are past their budget. */
 void kv_after_write(fr_kv *kv);
 /* Monotonic milliseconds (never 0). */
 int64_t kv_now_ms(void);

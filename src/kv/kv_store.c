@@ -107,15 +107,16 @@ static int kv_copy_spec(fr_kv *kv, const fr_kv_spec *spec, fr_error *err)
 /* ---- RocksDB ----------------------------------------------------------------------------- */
 
 /* Options shared by every bucket: LZ4 blocks, a bounded number of open files and of info log
- * files, a 32 MiB memtable. RocksDB must not flush on its own at shutdown: fr_kv_close
- * flushes, and fr_kv_close_noflush must lose the memtable as a crash would. */
+ * files, the environment's block cache and memtable size. RocksDB must not flush on its own
+ * at shutdown: fr_kv_close flushes, and fr_kv_close_noflush must lose the memtable as a
+ * crash would. */
 static int kv_make_options(fr_kv *kv, fr_error *err)
 {
     rocksdb_options_t *base = rocksdb_options_create();
     rocksdb_options_set_create_if_missing(base, 1);
     rocksdb_options_set_compression(base, rocksdb_lz4_compression);
     rocksdb_options_set_max_open_files(base, 128);
-    rocksdb_options_set_write_buffer_size(base, 32 << 20);
+    kv_env_apply(kv->env, base);
     rocksdb_options_set_keep_log_file_num(base, 2);
     rocksdb_options_set_max_log_file_size(base, 1 << 20);
     rocksdb_options_set_info_log_level(base, KV_INFO_LOG_WARN);
@@ -310,6 +311,10 @@ static int kv_recover(fr_kv *kv, fr_error *err)
 static void kv_destroy(fr_kv *kv)
 {
     if (kv->db) rocksdb_close(kv->db);
+    if (kv->env) {
+        atomic_fetch_sub(&kv->env->active_bytes, kv->mem_reported);
+        fr_kv_env_release(kv->env);
+    }
     if (kv->opts) rocksdb_options_destroy(kv->opts);
     if (kv->wopts) rocksdb_writeoptions_destroy(kv->wopts);
     if (kv->ropts) rocksdb_readoptions_destroy(kv->ropts);
@@ -330,6 +335,19 @@ static void kv_destroy(fr_kv *kv)
     fr_free(kv);
 }
 
+/* The spec's environment (a new reference), or one of the store's own. */
+static int kv_take_env(fr_kv *kv, const fr_kv_spec *spec, fr_error *err)
+{
+    if (spec->env) {
+        fr_kv_env_retain(spec->env);
+        kv->env = spec->env;
+        return FR_OK;
+    }
+    fr_kv_env_options o = { .block_cache_bytes = KV_PRIVATE_CACHE_BYTES,
+                            .write_buffer_bytes = KV_PRIVATE_BUFFER_BYTES };
+    return fr_kv_env_new(&o, &kv->env, err);
+}
+
 int fr_kv_open(const char *dir, fr_log *log, const fr_kv_spec *spec, fr_kv **out,
                fr_error *err)
 {
@@ -345,6 +363,7 @@ int fr_kv_open(const char *dir, fr_log *log, const fr_kv_spec *spec, fr_kv **out
     kv->dir = fr_strdup(dir);
     int rc = kv->dir ? kv_copy_spec(kv, spec, err)
                      : fr_fail(err, FR_ENOMEM, "kv: out of memory opening %s", dir);
+    if (rc == FR_OK) rc = kv_take_env(kv, spec, err);
     if (rc == FR_OK) rc = fr_mkdirs(dir, err);
     if (rc == FR_OK) rc = kv_make_options(kv, err);
     if (rc == FR_OK) rc = kv_db_open(kv, err);

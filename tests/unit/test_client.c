@@ -205,9 +205,9 @@ static void test_open_config(void **state)
 
     int nkeys = 0;
     while (firth_config_key(nkeys)) nkeys++;
-    assert_int_equal(nkeys, 6);
+    assert_int_equal(nkeys, 8);
     assert_string_equal(firth_config_key(3), "log.retention.check-interval");
-    assert_string_equal(firth_config_key(5), "kv.flush.records");
+    assert_string_equal(firth_config_key(7), "kv.write-buffer.bytes");
     rmtree(dir);
 }
 

@@ -842,6 +842,8 @@ static void expect_option_error(const char *key, const char *value, const char *
     assert_int_equal(o.retention_check_interval_ms, before.retention_check_interval_ms);
     assert_int_equal(o.kv_flush_interval_ms, before.kv_flush_interval_ms);
     assert_int_equal(o.kv_flush_records, before.kv_flush_records);
+    assert_int_equal(o.kv_block_cache_bytes, before.kv_block_cache_bytes);
+    assert_int_equal(o.kv_write_buffer_bytes, before.kv_write_buffer_bytes);
 }
 
 static void test_options_set(void **state)
@@ -870,12 +872,20 @@ static void test_options_set(void **state)
     /* The KV stores' keys and their defaults. */
     assert_int_equal(o.kv_flush_interval_ms, 10 * 60 * 1000);
     assert_int_equal(o.kv_flush_records, 1000000);
+    assert_int_equal(o.kv_block_cache_bytes, 64LL << 20);
+    assert_int_equal(o.kv_write_buffer_bytes, 64LL << 20);
     KIT_CHECK(fr_engine_options_set(&o, "kv.flush.interval", "30s", &err), err);
     assert_int_equal(o.kv_flush_interval_ms, 30000);
     KIT_CHECK(fr_engine_options_set(&o, "kv.flush.interval", "0", &err), err);
     assert_int_equal(o.kv_flush_interval_ms, 0);
     KIT_CHECK(fr_engine_options_set(&o, "kv.flush.records", "5000", &err), err);
     assert_int_equal(o.kv_flush_records, 5000);
+    KIT_CHECK(fr_engine_options_set(&o, "kv.block-cache.bytes", "256mb", &err), err);
+    assert_int_equal(o.kv_block_cache_bytes, 256LL << 20);
+    KIT_CHECK(fr_engine_options_set(&o, "kv.block-cache.bytes", "0", &err), err);
+    assert_int_equal(o.kv_block_cache_bytes, 0);
+    KIT_CHECK(fr_engine_options_set(&o, "kv.write-buffer.bytes", "1mb", &err), err);
+    assert_int_equal(o.kv_write_buffer_bytes, 1LL << 20);
 
     expect_option_error("log.flush", "sometimes", "log.flush: 'sometimes' is not a flush policy");
     expect_option_error("log.flush.interval", "0", "log.flush.interval");
@@ -886,10 +896,13 @@ static void test_options_set(void **state)
     expect_option_error("kv.flush.interval", "-1s", "kv.flush.interval");
     expect_option_error("kv.flush.records", "-1", "kv.flush.records: -1 is negative");
     expect_option_error("kv.flush.records", "many", "kv.flush.records");
+    expect_option_error("kv.block-cache.bytes", "lots", "kv.block-cache.bytes");
+    expect_option_error("kv.write-buffer.bytes", "512kb",
+                        "kv.write-buffer.bytes: 512kb is below the minimum of 1mb");
     expect_option_error("log.flushes", "none", "unknown configuration key 'log.flushes'");
     const char *keys[] = {"log.flush", "log.flush.interval", "log.segment.bytes",
                           "log.retention.check-interval", "kv.flush.interval",
-                          "kv.flush.records"};
+                          "kv.flush.records", "kv.block-cache.bytes", "kv.write-buffer.bytes"};
     int nkeys = (int)(sizeof keys / sizeof *keys);
     for (int i = 0; i < nkeys; i++) assert_string_equal(fr_engine_option_key(i), keys[i]);
     assert_null(fr_engine_option_key(nkeys));
@@ -903,6 +916,13 @@ static void test_options_set(void **state)
     fr_engine *e = NULL;
     assert_int_equal(fr_engine_open(&o, &e, &err), FR_EINVAL);
     assert_null(e);
+    /* ... and a KV write buffer below its minimum, naming the key. */
+    fr_engine_options_default(&o);
+    o.data_dir = dir;
+    o.kv_write_buffer_bytes = 1000;
+    assert_int_equal(fr_engine_open(&o, &e, &err), FR_EINVAL);
+    assert_null(e);
+    assert_non_null(strstr(err.msg, "kv.write-buffer.bytes"));
     kit_rmdir(dir);
 }
 

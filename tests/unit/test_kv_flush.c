@@ -1,7 +1,8 @@
 /* test_kv_flush.c — durability of a bucket's KV state on demand: fr_kv_flush and the
  * persisted offset (before and after a crash), when a flush is due, the log retention that
  * keeps what recovery needs (also while writes go on), the clear error when a log starts
- * after the state on disk. */
+ * after the state on disk, and an environment shared by several stores (the memtable
+ * budget, the shared block cache, its lifetime). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -225,6 +226,84 @@ static void test_retention_during_writes(void **state)
     kt_bucket_free(b);
 }
 
+/* ---- a shared environment ------------------------------------------------------------------ */
+
+static void test_shared_env(void **state)
+{
+    (void)state;
+    fr_kv_env_options o = { .block_cache_bytes = 1 << 20, .write_buffer_bytes = 1 << 20 };
+    fr_kv_env *env = NULL;
+    fr_error err;
+    assert_int_equal(fr_kv_env_new(&o, &env, &err), 0);
+    kt_bucket *bs[3] = { simple_bucket("kvf-env1"), simple_bucket("kvf-env2"),
+                         simple_bucket("kvf-env3") };
+    for (int i = 0; i < 3; i++) {
+        bs[i]->spec.env = env;
+        kt_open(bs[i]);
+    }
+    fr_kv_env_release(env); /* the stores keep it */
+    char name[300];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    int64_t peak = 0;
+    for (int batch = 0; batch < 60; batch++) {
+        for (int i = 0; i < 3; i++) {
+            char rows[50][340];
+            const char *ptrs[50];
+            for (int r = 0; r < 50; r++) {
+                snprintf(rows[r], sizeof rows[r], "%d|%d%s|%d", batch * 50 + r, i, name, r);
+                ptrs[r] = rows[r];
+            }
+            kt_write(bs[i], 50, ptrs, NULL);
+            int64_t used = fr_kv_env_memtable_bytes(env);
+            if (used > peak) peak = used;
+        }
+    }
+    /* 3 x 3000 rows of ~320 bytes (about 2.9 MB) went through a 1 MiB budget; each
+     * memtable alone may hold 512 KiB */
+    print_message("shared env: memtable peak %lld bytes for a 1 MiB budget\n", (long long)peak);
+    assert_true(peak > 0);
+    assert_true(peak <= 1 << 20);
+    /* a crash of all; they come back whole with an environment of their own each */
+    for (int i = 0; i < 3; i++) {
+        kt_close(bs[i], false);
+        bs[i]->spec.env = NULL;
+        kt_open(bs[i]);
+        kt_lines l = kt_state(bs[i]);
+        assert_int_equal(l.n, 3000);
+        kt_lines_free(&l);
+        kt_bucket_free(bs[i]);
+    }
+}
+
+static void test_shared_cache(void **state)
+{
+    (void)state;
+    fr_kv_env *env = NULL;
+    fr_error err;
+    assert_int_equal(fr_kv_env_new(NULL, &env, &err), 0);
+    kt_bucket *bs[3];
+    for (int i = 0; i < 3; i++) {
+        bs[i] = simple_bucket("kvf-cache");
+        bs[i]->spec.env = env;
+        kt_open(bs[i]);
+        KT_UPSERT(bs[i], "1|a|1", "2|b|2", "3|c|3");
+        assert_int_equal(fr_kv_flush(bs[i]->kv, &err), 0);
+    }
+    int64_t before = fr_kv_env_block_cache_bytes(env);
+    for (int i = 0; i < 3; i++) kt_expect_state(bs[i], "1|a|1", "2|b|2", "3|c|3");
+    assert_true(fr_kv_env_block_cache_bytes(env) > before); /* the blocks read are cached */
+    for (int i = 0; i < 3; i++) kt_bucket_free(bs[i]);
+    fr_kv_env_release(env);
+
+    /* bad sizes */
+    fr_kv_env_options o = { .block_cache_bytes = -1, .write_buffer_bytes = 1 << 20 };
+    assert_int_equal(fr_kv_env_new(&o, &env, &err), FR_EINVAL);
+    o = (fr_kv_env_options){ .block_cache_bytes = 0, .write_buffer_bytes = 1000 };
+    assert_int_equal(fr_kv_env_new(&o, &env, &err), FR_EINVAL);
+    assert_non_null(strstr(err.msg, "1 MiB"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -232,6 +311,8 @@ int main(void)
         cmocka_unit_test(test_log_retention),
         cmocka_unit_test(test_log_starting_after_state),
         cmocka_unit_test(test_retention_during_writes),
+        cmocka_unit_test(test_shared_env),
+        cmocka_unit_test(test_shared_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
