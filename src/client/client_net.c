@@ -542,7 +542,9 @@ static int receive(fr_cnet *n, fr_rpc_api api, cnet_call *call, int64_t deadline
             return rc;
         }
         if (result == FR_RPC_PART) {
-            st->parts_seen = true;
+            /* Parts handed to the caller make a retry unsafe (it would see them twice);
+             * parts dropped for want of a callback do not. */
+            if (on_part) st->parts_seen = true;
             rc = on_part ? on_part(ctx, m, err) : 0;
             fr_rpc_free(m);
             if (rc < 0) return rc;

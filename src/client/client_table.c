@@ -346,11 +346,14 @@ static int create_part(fr_ctable *t, const char *name, fr_error *err)
     }
     if (rc == 0) rc = fr_buf_append(&sql, ")", 2, err);
     if (rc == 0) {
+        /* ADD IF NOT EXISTS is idempotent: sent again after a lost connection, it creates the
+         * partition or finds it made, so the call is retried like a read. Sent once, a
+         * connection lost under it failed the writer's call though nothing was at risk. */
         Firth__ExecuteSqlRequest req = FIRTH__EXECUTE_SQL_REQUEST__INIT;
         req.sql = (char *)sql.data;
         req.database = t->db;
-        rc = fr_cnet_call(t->client->net, FR_RPC_EXECUTE_SQL, &req.base, 0, 0, NULL, NULL,
-                          NULL, NULL, err);
+        rc = fr_cnet_call(t->client->net, FR_RPC_EXECUTE_SQL, &req.base, 0, FR_CNET_RETRY, NULL,
+                          NULL, NULL, NULL, err);
     }
     fr_buf_free(&sql);
     return rc;
