@@ -25,6 +25,15 @@
     "  --log.retention.check-interval DURATION\n"                                             \
     "                        how often expired log segments are removed (default 5min;\n"      \
     "                        0: only when the data dir is opened)\n"                           \
+    "  --kv.flush.interval DURATION\n"                                                        \
+    "                        longest time a primary-key table's KV store keeps a change\n"     \
+    "                        in memory only (default 10min; 0: no timed flush)\n"             \
+    "  --kv.flush.records N  flush a KV store once this many changes are in memory only\n"    \
+    "                        (default 1000000; 0: no limit)\n"                                \
+    "  --kv.block-cache.bytes SIZE\n"                                                         \
+    "                        the block cache shared by all KV stores (default 64mb)\n"        \
+    "  --kv.write-buffer.bytes SIZE\n"                                                        \
+    "                        the memtables of all KV stores together (default 64mb)\n"        \
     "Durations: 500ms, 30s, 5min, 2h, 7d. Sizes: 64kb, 256mb, 1gb.\n"
 
 /* What sql, produce and consume log, embedded or remote. */
@@ -272,7 +281,8 @@ static const char CLI_HELP_SERVER[] =
     "  server.auth.users LIST        name:password,... accepted by PLAIN (default: any)\n"
     "  server.node.id N              this node's id in metadata (default 0)\n"
     "  log.level LEVEL               debug, info, warn, error or off (default info)\n"
-    "  log.flush, log.flush.interval, log.segment.bytes, log.retention.check-interval\n"
+    "  log.flush, log.flush.interval, log.segment.bytes, log.retention.check-interval,\n"
+    "  kv.flush.interval, kv.flush.records, kv.block-cache.bytes, kv.write-buffer.bytes\n"
     "                                the engine's keys, as for the other commands\n"
     "Durations: 500ms, 30s, 5min, 2h, 7d. Sizes: 64kb, 256mb, 1gb.\n"
     "\n"
