@@ -14,7 +14,8 @@
  * acknowledged with success (the writers' retries outlast a restart), and calls made after
  * the last restart must be too: the producers continue; but two producers retry nothing, so
  * that calls in flight at a crash fail: their rows must be there at most once.
- * FIRTH_CRASH_ROUNDS sets the number of stops (default 5). The server's warnings about torn tails cut at recovery are counted. */
+ * FIRTH_CRASH_ROUNDS sets the number of stops (default 5). The server's warnings about torn
+ * tails cut at recovery are counted. */
 #include "scale_model.h"
 
 #define PRODUCERS 16
