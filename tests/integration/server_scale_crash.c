@@ -14,8 +14,8 @@
  * acknowledged with success (the writers' retries outlast a restart), and calls made after
  * the last restart must be too: the producers continue; but two producers retry nothing, so
  * that calls in flight at a crash fail: their rows must be there at most once.
- * FIRTH_CRASH_ROUNDS sets the number of stops (default 5). The server's warnings about torn
- * tails cut at recovery are counted. */
+ * FIRTH_CRASH_ROUNDS sets the number of stops (default 5), FIRTH_CRASH_FLUSH the server's
+ * log.flush. The server's warnings about torn tails cut at recovery are counted. */
 #include "scale_model.h"
 
 #define PRODUCERS 16
@@ -108,7 +108,11 @@ int main(void)
     ik_server_init(&srv, "server");
     char listen[64];
     ik_free_port(&rng, listen, sizeof listen);
-    ik_server_start_ok(&srv, listen, NULL);
+    /* FIRTH_CRASH_FLUSH runs the server with another log.flush policy (append, the default,
+     * interval or none: a killed process loses nothing of what it wrote in any of them). */
+    const char *flush = getenv("FIRTH_CRASH_FLUSH");
+    const char *extra[] = {"--log.flush", flush && *flush ? flush : "append", NULL};
+    ik_server_start_ok(&srv, listen, extra);
     ik_log("%s: server pid %d on %s", program, (int)srv.pid, srv.native);
 
     firth_client *admin = NULL;
@@ -155,7 +159,7 @@ int main(void)
         ik_sleep_ms(ik_rand_between(&rng, 0, 500));
         atomic_fetch_add(&world.epoch, 1);
         int64_t t0 = ik_now_ms();
-        ik_server_start_ok(&srv, listen, NULL);
+        ik_server_start_ok(&srv, listen, extra);
         ik_log("%s: round %d: restarted on the same data dir in %.2f s (pid %d)", program,
                round, (double)(ik_now_ms() - t0) / 1e3, (int)srv.pid);
     }
