@@ -9,10 +9,15 @@
  * loop ends. */
 #include "server/server_int.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/resource.h>
+#include <time.h>
+
+/* How long a streamed part may wait to be written before its worker counts as blocked. */
+#define SRV_PART_PATIENCE_MS 20
 
 /* ---- jobs ------------------------------------------------------------------------------ */
 
@@ -78,10 +83,35 @@ int srv_send_part(srv_job *j, fr_error *err)
     pthread_mutex_unlock(&j->part_mu);
     j->kind = SRV_JOB_PART;
     srv_complete(j->srv, j);
+    /* A part is written in microseconds to a client that reads; one that does not may keep
+     * this worker for ever. Past a short wait the worker declares itself blocked, so that
+     * the pool may start another thread for the requests queued behind it. */
+    srv_pool *pool = srv_pool_of(j->srv, j);
+    bool blocked = false;
     pthread_mutex_lock(&j->part_mu);
-    while (!j->part_done) pthread_cond_wait(&j->part_cv, &j->part_mu);
+    while (!j->part_done) {
+        if (blocked) {
+            pthread_cond_wait(&j->part_cv, &j->part_mu);
+            continue;
+        }
+        struct timespec at;
+        clock_gettime(CLOCK_REALTIME, &at);
+        at.tv_nsec += SRV_PART_PATIENCE_MS * 1000000L;
+        if (at.tv_nsec >= 1000000000L) {
+            at.tv_sec++;
+            at.tv_nsec -= 1000000000L;
+        }
+        if (pthread_cond_timedwait(&j->part_cv, &j->part_mu, &at) == ETIMEDOUT &&
+            !j->part_done) {
+            pthread_mutex_unlock(&j->part_mu);
+            srv_pool_block_begin(pool);
+            blocked = true;
+            pthread_mutex_lock(&j->part_mu);
+        }
+    }
     bool failed = j->part_failed;
     pthread_mutex_unlock(&j->part_mu);
+    if (blocked) srv_pool_block_end(pool);
     j->kind = SRV_JOB_DONE;
     FR_CHECK(!failed, FR_ESTATE, err, "the connection closed while a response was streamed");
     return FR_OK;

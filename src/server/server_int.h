@@ -85,6 +85,11 @@ void srv_pool_parallel(srv_pool *p, int n, int helpers, void (*fn)(void *ctx, in
                        void *ctx);
 /* Finishes the queued tasks, stops and joins the threads, frees. */
 void srv_pool_free(srv_pool *p);
+/* Around a wait on something other than the engine (a client reading a streamed part): the
+ * thread does not count against the pool's size meanwhile (server_pool.c). Thread: a pool
+ * worker, in pairs. */
+void srv_pool_block_begin(srv_pool *p);
+void srv_pool_block_end(srv_pool *p);
 
 /* ---- the server and its connections (server_core.c) ------------------------------------ */
 

@@ -6,8 +6,16 @@
  * use, and a request that waits for an fsync holds its thread for milliseconds, so the
  * server sizes its own (server.workers).
  *
+ * A worker that waits for something other than the engine (a streamed SQL part that a slow
+ * reader does not take) says so with srv_pool_block_begin/end: while it waits, it does not
+ * count against the pool's size, and the pool starts another thread (up to
+ * SRV_POOL_EXTRA_MAX more than its size, kept once started) when tasks wait and no thread
+ * is free, so that clients who stop reading cannot hold every worker.
+ *
  * Invariants: a task pushed runs exactly once, also when the pool is being freed (free
- * drains the queue first). srv_pool_parallel returns only when every index has run. */
+ * drains the queue first). srv_pool_parallel returns only when every index has run. Tasks
+ * wait only while fewer than size threads that are not blocked run (or the extra threads
+ * are all started). */
 #include "server/server_int.h"
 
 typedef struct pool_task {
@@ -16,13 +24,18 @@ typedef struct pool_task {
     void *arg;
 } pool_task;
 
+#define SRV_POOL_EXTRA_MAX 256
+
 struct srv_pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pool_task *head, *tail;
     bool stopping;
-    int nthreads;
-    pthread_t *threads;
+    int size;           /* threads meant to run tasks at once */
+    int nthreads;       /* threads started: size, and extra ones for blocked workers */
+    int idle;           /* threads waiting for a task */
+    int blocked;        /* threads between srv_pool_block_begin and end */
+    pthread_t *threads; /* size + SRV_POOL_EXTRA_MAX slots */
 };
 
 static void *pool_main(void *arg)
@@ -30,7 +43,11 @@ static void *pool_main(void *arg)
     srv_pool *p = arg;
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->head && !p->stopping) pthread_cond_wait(&p->cv, &p->mu);
+        while (!p->head && !p->stopping) {
+            p->idle++;
+            pthread_cond_wait(&p->cv, &p->mu);
+            p->idle--;
+        }
         pool_task *t = p->head;
         if (!t) break; /* stopping and drained */
         p->head = t->next;
@@ -44,12 +61,40 @@ static void *pool_main(void *arg)
     return NULL;
 }
 
+/* Starts one more thread when a task waits, no thread is free, and fewer than size threads
+ * run tasks (the others are blocked); mu held. A thread that cannot be started leaves the
+ * task to the threads there are. */
+static void maybe_grow(srv_pool *p)
+{
+    if (!p->head || p->idle > 0 || p->stopping || p->nthreads - p->blocked >= p->size ||
+        p->nthreads >= p->size + SRV_POOL_EXTRA_MAX)
+        return;
+    if (pthread_create(&p->threads[p->nthreads], NULL, pool_main, p) == 0) p->nthreads++;
+}
+
+void srv_pool_block_begin(srv_pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->blocked++;
+    maybe_grow(p);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void srv_pool_block_end(srv_pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    assert(p->blocked > 0);
+    p->blocked--;
+    pthread_mutex_unlock(&p->mu);
+}
+
 int srv_pool_new(int threads, srv_pool **out, fr_error *err)
 {
     assert(threads >= 1);
     srv_pool *p = fr_calloc(1, sizeof *p);
     FR_CHECK(p, FR_ENOMEM, err, "out of memory");
-    p->threads = fr_calloc((size_t)threads, sizeof *p->threads);
+    p->size = threads;
+    p->threads = fr_calloc((size_t)threads + SRV_POOL_EXTRA_MAX, sizeof *p->threads);
     if (!p->threads) {
         fr_free(p);
         return fr_fail(err, FR_ENOMEM, "out of memory");
@@ -80,6 +125,7 @@ int srv_pool_push(srv_pool *p, srv_task_fn fn, void *arg, fr_error *err)
     else p->head = t;
     p->tail = t;
     pthread_cond_signal(&p->cv);
+    maybe_grow(p);
     pthread_mutex_unlock(&p->mu);
     return FR_OK;
 }
