@@ -35,7 +35,7 @@
 #define NP_TARGET_P99_MS 10.0
 #define NP_STAMP_COLUMN 5             /* b0 holds the send time in the latency run */
 #define NP_DRAIN_NS 10000000000       /* how long the consumer may lag at the end */
-#define NP_RING 8                     /* batches per producer in the latency run */
+#define NP_RING 32                    /* distinct latency batches per producer (~2 MB) */
 #define NP_FSYNC_PROBES 200           /* write + fdatasync latencies of the disk, per codec */
 
 typedef struct np_config {
@@ -80,7 +80,8 @@ typedef struct np_max {
 
 /* One latency run's figures. */
 typedef struct np_lat {
-    double target_mb_s;  /* logical MB/s asked for */
+    double max_mb_s;     /* the maximum logical MB/s with calls of this size */
+    double target_mb_s;  /* logical MB/s asked for: half of max_mb_s */
     double achieved_mb_s;
     double seconds, cpu_seconds, server_cpu_seconds;
     int64_t rows, appends, samples;
@@ -93,6 +94,8 @@ typedef struct np_lat {
 typedef struct np_shared {
     np_env *env;
     const char *table;
+    firth_batch *const *batches; /* throughput: producer i's call k appends */
+    int stride, ring;            /* batches[i * stride + k % ring] */
     int64_t appends;         /* throughput: calls to make in total */
     atomic_int_fast64_t next;
     int64_t calls_cap;       /* calls one producer may make, at most */
@@ -188,13 +191,12 @@ static void *np_max_main(void *arg)
 {
     np_producer *p = arg;
     np_shared *sh = p->sh;
-    firth_batch *batch = sh->env->batches[p->index];
     fr_error err = {0};
     uint64_t token;
     int rc = 0;
     pthread_barrier_wait(&sh->start);
-    while (rc == 0 && atomic_fetch_add(&sh->next, 1) < sh->appends)
-        rc = np_call(p, batch, &token, &err);
+    for (int64_t k = 0; rc == 0 && atomic_fetch_add(&sh->next, 1) < sh->appends; k++)
+        rc = np_call(p, sh->batches[p->index * sh->stride + k % sh->ring], &token, &err);
     if (rc == 0) rc = np_drain(p, &err);
     if (rc < 0) np_fail_once(sh, &err);
     return NULL;
@@ -371,8 +373,20 @@ static int np_drop(np_env *env, const char *qname, fr_error *err)
     return 0;
 }
 
+/* The calls of a throughput run: producer i's call k appends batches[i * stride + k % ring],
+ * of `rows` rows and `logical` logical bytes (the mean), until `mib` MiB are acknowledged.
+ * Small calls cycle through distinct batches: a writer joins the calls queued behind a batch
+ * in flight into one batch, and repeated rows would compress (ZSTD) far better than the
+ * benchmark's random rows are meant to. */
+typedef struct np_calls {
+    firth_batch *const *batches;
+    int stride, ring;
+    int64_t rows, logical, mib;
+} np_calls;
+
 /* One throughput run into a fresh table, which is dropped afterwards. */
-static int np_run_max(np_env *env, const char *codec, int rep, np_max *res, fr_error *err)
+static int np_run_max(np_env *env, const char *codec, int rep, const np_calls *calls,
+                      np_max *res, fr_error *err)
 {
     const np_config *cfg = env->cfg;
     char name[64], qname[96];
@@ -381,9 +395,10 @@ static int np_run_max(np_env *env, const char *codec, int rep, np_max *res, fr_e
     FR_TRY(bk_remote_table_create(env->admin, "bench_net", name, -1, (int)cfg->buckets, codec,
                                   NULL, 0, err));
     int64_t encoded = 0;
-    FR_TRY(np_encoded_bytes(env->batches[0], codec, &encoded, err));
-    np_shared sh = {.env = env, .table = qname};
-    sh.appends = ((cfg->mb << 20) + env->batch_logical - 1) / env->batch_logical;
+    FR_TRY(np_encoded_bytes(calls->batches[0], codec, &encoded, err));
+    np_shared sh = {.env = env, .table = qname, .batches = calls->batches,
+                    .stride = calls->stride, .ring = calls->ring};
+    sh.appends = ((calls->mib << 20) + calls->logical - 1) / calls->logical;
     sh.calls_cap = sh.appends;
     np_producer p[NP_PRODUCERS_MAX];
     double *acks = NULL;
@@ -398,15 +413,15 @@ static int np_run_max(np_env *env, const char *codec, int rep, np_max *res, fr_e
         FR_CHECK(acks && n == sh.appends, FR_ESTATE, err, "%lld calls, expected %lld",
                  (long long)n, (long long)sh.appends);
         res->appends = sh.appends;
-        res->logical_bytes = sh.appends * env->batch_logical;
+        res->logical_bytes = sh.appends * calls->logical;
         /* The writer may join several calls into one batch: its log bytes are then a little
          * less than the calls' batches encoded one by one, which is what is counted. */
         res->log_bytes = sh.appends * encoded;
         res->ack_p50_ms = bk_quantile(acks, (int)n, 0.50);
         res->ack_p99_ms = bk_quantile(acks, (int)n, 0.99);
-        if (res->rows != sh.appends * cfg->batch_rows)
+        if (res->rows != sh.appends * calls->rows)
             rc = fr_fail(err, FR_ESTATE, "the server acknowledged %lld rows, expected %lld",
-                         (long long)res->rows, (long long)(sh.appends * cfg->batch_rows));
+                         (long long)res->rows, (long long)(sh.appends * calls->rows));
     }
     np_producers_close(p, (int)cfg->producers);
     pthread_mutex_destroy(&sh.lock);
@@ -701,7 +716,7 @@ static json_t *np_max_json(const np_config *cfg, const char *codec, const np_max
 {
     int reps = (int)cfg->reps;
     double rows_s[BK_REPS_MAX], log_mb[BK_REPS_MAX], phys[BK_REPS_MAX], p50[BK_REPS_MAX];
-    double p99[BK_REPS_MAX], cores[BK_REPS_MAX], score[BK_REPS_MAX];
+    double p99[BK_REPS_MAX], cores[BK_REPS_MAX], score[BK_REPS_MAX], per_cpu[BK_REPS_MAX];
     json_t *each = json_array();
     for (int i = 0; i < reps; i++) {
         rows_s[i] = (double)r[i].rows / r[i].seconds;
@@ -711,6 +726,11 @@ static json_t *np_max_json(const np_config *cfg, const char *codec, const np_max
         p99[i] = r[i].ack_p99_ms;
         cores[i] = np_cores(r[i].cpu_seconds, r[i].seconds);
         score[i] = np_cores(r[i].server_cpu_seconds, r[i].seconds);
+        /* Logical MB per CPU-second of client and server together: what a byte costs,
+         * whatever share of the machine the run got. */
+        double cpu = r[i].cpu_seconds + (r[i].server_cpu_seconds > 0 ? r[i].server_cpu_seconds
+                                                                      : 0);
+        per_cpu[i] = (double)r[i].logical_bytes / 1e6 / cpu;
         json_array_append_new(each, json_pack("{s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:f, s:f}",
             "seconds", r[i].seconds, "client_cpu_seconds", r[i].cpu_seconds,
             "server_cpu_seconds", r[i].server_cpu_seconds, "rows", (json_int_t)r[i].rows,
@@ -720,18 +740,20 @@ static json_t *np_max_json(const np_config *cfg, const char *codec, const np_max
     }
     *phys_med = bk_median(phys, reps);
     *logical_med = bk_median(log_mb, reps);
-    return json_pack("{s:o, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f}}", "reps", each, "median",
+    return json_pack("{s:o, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}}", "reps", each, "median",
                      "rows_per_s", bk_median(rows_s, reps), "logical_mb_per_s", *logical_med,
                      "physical_mb_per_s", *phys_med, "ack_p50_ms", bk_median(p50, reps),
                      "ack_p99_ms", bk_median(p99, reps), "client_cores",
-                     bk_median(cores, reps), "server_cores", bk_median(score, reps));
+                     bk_median(cores, reps), "server_cores", bk_median(score, reps),
+                     "logical_mb_per_cpu_s", bk_median(per_cpu, reps));
 }
 
 static json_t *np_lat_json(const np_lat *l)
 {
-    return json_pack("{s:f, s:f, s:f, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f,"
-                     " s:f}",
-                     "target_logical_mb_per_s", l->target_mb_s, "achieved_logical_mb_per_s",
+    return json_pack("{s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f,"
+                     " s:f, s:f}",
+                     "max_logical_mb_per_s", l->max_mb_s, "target_logical_mb_per_s",
+                     l->target_mb_s, "achieved_logical_mb_per_s",
                      l->achieved_mb_s, "seconds", l->seconds, "rows", (json_int_t)l->rows,
                      "appends", (json_int_t)l->appends, "samples", (json_int_t)l->samples,
                      "e2e_p50_ms", l->e2e_p50_ms, "e2e_p99_ms", l->e2e_p99_ms, "e2e_max_ms",
@@ -741,19 +763,23 @@ static json_t *np_lat_json(const np_lat *l)
                      l->disk_p50_ms, "disk_fsync_p99_ms", l->disk_p99_ms);
 }
 
-static void np_print_codec(const char *codec, json_t *max, const np_lat *l, double dd_med)
+static void np_print_codec(const char *codec, json_t *max, const np_lat *l, double dd_med,
+                           int64_t latency_rows)
 {
     json_t *m = json_object_get(max, "median");
     double phys = bk_json_number(m, "physical_mb_per_s");
     printf("  firth %-5s %10.0f rows/s  %7.1f MB/s logical  %7.1f MB/s physical  %5.1f%% of dd\n"
-           "               ack p50 %.1f ms p99 %.1f ms; cores busy: client %.2f, server %.2f\n"
-           "        at %.1f MB/s (asked %.1f): end-to-end p50 %.2f ms p99 %.2f ms max %.2f ms"
+           "               ack p50 %.1f ms p99 %.1f ms; cores busy: client %.2f, server %.2f;"
+           " %.0f logical MB per CPU-second of both\n"
+           "        %lld-row calls, at most %.1f MB/s; at %.1f MB/s (asked %.1f): end-to-end"
+           " p50 %.2f ms p99 %.2f ms max %.2f ms"
            " (%lld samples); ack p50 %.2f ms p99 %.2f ms\n"
            "        the disk alone, write + fdatasync of one such batch: p50 %.2f ms p99 %.2f ms\n",
            codec, bk_json_number(m, "rows_per_s"), bk_json_number(m, "logical_mb_per_s"), phys,
            dd_med > 0 ? 100 * phys / dd_med : 0.0, bk_json_number(m, "ack_p50_ms"),
            bk_json_number(m, "ack_p99_ms"), bk_json_number(m, "client_cores"),
-           bk_json_number(m, "server_cores"), l->achieved_mb_s, l->target_mb_s, l->e2e_p50_ms,
+           bk_json_number(m, "server_cores"), bk_json_number(m, "logical_mb_per_cpu_s"),
+           (long long)latency_rows, l->max_mb_s, l->achieved_mb_s, l->target_mb_s, l->e2e_p50_ms,
            l->e2e_p99_ms, l->e2e_max_ms, (long long)l->samples, l->ack_p50_ms, l->ack_p99_ms,
            l->disk_p50_ms, l->disk_p99_ms);
 }
@@ -794,7 +820,7 @@ static int np_report(const np_config *cfg, const np_env *env, double *dd, char (
     for (int c = 0; c < cfg->ncodecs; c++) {
         double phys = 0, logical = 0;
         json_t *max = np_max_json(cfg, cfg->codecs[c], runs[c].max, &phys, &logical);
-        np_print_codec(cfg->codecs[c], max, &runs[c].lat, dd_med);
+        np_print_codec(cfg->codecs[c], max, &runs[c].lat, dd_med, cfg->latency_batch_rows);
         np_targets(cfg, cfg->codecs[c], phys, dd_med, &runs[c].lat, targets);
         json_array_append_new(jruns, json_pack("{s:s, s:o, s:o}", "compression",
             cfg->codecs[c], "max", max, "latency",
@@ -820,9 +846,33 @@ static int np_report(const np_config *cfg, const np_env *env, double *dd, char (
     return rc;
 }
 
+/* The latency run of one codec: the maximum with latency-sized calls first, then the
+ * disk's own latency, then the paced run at half that maximum. */
+static int np_latency_phase(const np_config *cfg, np_env *env, const char *codec, np_lat *l,
+                            fr_error *err)
+{
+    np_calls calls = {.batches = env->lat_batches, .stride = NP_RING, .ring = NP_RING,
+                      .rows = cfg->latency_batch_rows, .logical = env->lat_batch_logical,
+                      .mib = cfg->mb / 2 > 0 ? cfg->mb / 2 : 1};
+    np_max m = {0};
+    FR_TRY(np_run_max(env, codec, 99, &calls, &m, err));
+    l->max_mb_s = (double)m.logical_bytes / m.seconds / 1e6;
+    if (!cfg->skip_disk)
+        FR_TRY(bk_fsync_latency(cfg->dir, (size_t)env->lat_batch_logical, NP_FSYNC_PROBES,
+                                &l->disk_p50_ms, &l->disk_p99_ms, err));
+    FR_TRY(np_run_latency(env, codec, l->max_mb_s / 2, l, err));
+    printf("  %s with %lld-row calls: at most %.1f MB/s; at %.1f MB/s end-to-end p50 %.2f ms, "
+           "p99 %.2f ms\n", codec, (long long)cfg->latency_batch_rows, l->max_mb_s,
+           l->achieved_mb_s, l->e2e_p50_ms, l->e2e_p99_ms);
+    fflush(stdout);
+    return 0;
+}
+
 static int np_run_all(const np_config *cfg, np_env *env, double *dd, char (*dd_rate)[32],
                       np_codec_runs *runs, fr_error *err)
 {
+    np_calls calls = {.batches = env->batches, .stride = 1, .ring = 1, .rows = cfg->batch_rows,
+                      .logical = env->batch_logical, .mib = cfg->mb};
     for (int rep = 0; rep < cfg->reps; rep++) {
         printf("  rep %d/%lld:", rep + 1, (long long)cfg->reps);
         if (!cfg->skip_disk) {
@@ -832,27 +882,15 @@ static int np_run_all(const np_config *cfg, np_env *env, double *dd, char (*dd_r
         }
         for (int c = 0; c < cfg->ncodecs; c++) {
             np_max *r = &runs[c].max[rep];
-            FR_TRY(np_run_max(env, cfg->codecs[c], rep, r, err));
+            FR_TRY(np_run_max(env, cfg->codecs[c], rep, &calls, r, err));
             printf(", %s %.1f MB/s physical", cfg->codecs[c],
                    (double)r->log_bytes / r->seconds / 1e6);
         }
         printf("\n");
         fflush(stdout);
     }
-    for (int c = 0; c < cfg->ncodecs; c++) {
-        double mb[BK_REPS_MAX];
-        for (int rep = 0; rep < cfg->reps; rep++)
-            mb[rep] = (double)runs[c].max[rep].logical_bytes / runs[c].max[rep].seconds / 1e6;
-        double half = bk_median(mb, (int)cfg->reps) / 2;
-        np_lat *l = &runs[c].lat;
-        if (!cfg->skip_disk)
-            FR_TRY(bk_fsync_latency(cfg->dir, (size_t)env->lat_batch_logical, NP_FSYNC_PROBES,
-                                    &l->disk_p50_ms, &l->disk_p99_ms, err));
-        FR_TRY(np_run_latency(env, cfg->codecs[c], half, l, err));
-        printf("  %s at %.1f MB/s: end-to-end p50 %.2f ms, p99 %.2f ms\n", cfg->codecs[c],
-               runs[c].lat.achieved_mb_s, runs[c].lat.e2e_p50_ms, runs[c].lat.e2e_p99_ms);
-        fflush(stdout);
-    }
+    for (int c = 0; c < cfg->ncodecs; c++)
+        FR_TRY(np_latency_phase(cfg, env, cfg->codecs[c], &runs[c].lat, err));
     return 0;
 }
 
