@@ -35,7 +35,7 @@
 #define NP_TARGET_P99_MS 10.0
 #define NP_STAMP_COLUMN 5             /* b0 holds the send time in the latency run */
 #define NP_DRAIN_NS 10000000000       /* how long the consumer may lag at the end */
-#define NP_RING 32                    /* distinct latency batches per producer (~2 MB) */
+#define NP_RING 128                   /* distinct latency batches per producer (~8.6 MB) */
 #define NP_FSYNC_PROBES 200           /* write + fdatasync latencies of the disk, per codec */
 
 typedef struct np_config {
@@ -55,6 +55,7 @@ typedef struct np_config {
     int64_t writer_batch_bytes; /* the writers' batch.size */
     int64_t writer_buffer_bytes; /* the writers' buffer: rows queued unsent, at most */
     bool writer_api;            /* firth_writer (default) or firth_produce */
+    bool stamp_only;            /* the consumer reads column b0 alone, not every column */
     bool skip_disk;
     const char *codecs[NP_CODECS_MAX];
     int ncodecs;
@@ -435,6 +436,7 @@ static int np_run_max(np_env *env, const char *codec, int rep, const np_calls *c
 typedef struct np_consumer {
     firth_client *client;
     const char *table;
+    bool stamp_only;         /* read column b0 alone (--consumer-columns stamp) */
     atomic_bool stop;        /* set once every row was received, or at the drain deadline */
     int64_t expect_rows;     /* set before stop; -1 while the producers run */
     int64_t rows;
@@ -449,7 +451,7 @@ static int np_consume_result(np_consumer *c, firth_scan_result *r, fr_error *err
     int64_t now = fr_monotonic_ns();
     for (int i = 0; i < firth_scan_result_count(r); i++) {
         const fr_batch *b = firth_batch_unwrap(firth_scan_result_get(r, i)->batch);
-        const fr_column *col = fr_batch_column(b, NP_STAMP_COLUMN);
+        const fr_column *col = fr_batch_column(b, c->stamp_only ? 0 : NP_STAMP_COLUMN);
         FR_CHECK(col && col->length > 0, FR_ECORRUPT, err, "a polled batch without rows");
         int64_t sent = ((const int64_t *)(const void *)col->values)[0];
         if (c->n < c->cap) c->e2e_ms[c->n++] = (double)(now - sent) / 1e6;
@@ -464,7 +466,8 @@ static void *np_consumer_main(void *arg)
     firth_error fe = {0};
     firth_scanner *s = NULL;
     int rc = 0;
-    if (firth_scanner_open(c->client, c->table, NULL, &s, &fe) != 0 ||
+    firth_scanner_options o = {.columns = c->stamp_only ? "b0" : NULL};
+    if (firth_scanner_open(c->client, c->table, &o, &s, &fe) != 0 ||
         firth_scanner_subscribe(s, NULL, -1, FIRTH_START_EARLIEST, 0, &fe) != 0)
         rc = bk_firth_fail(&fe, "consumer", &c->err);
     while (rc == 0 && !atomic_load(&c->stop)) {
@@ -520,7 +523,7 @@ static int np_run_latency(np_env *env, const char *codec, double rate_mb_s, np_l
     if (sh.period_ns < 1) sh.period_ns = 1;
     sh.calls_cap = cfg->latency_ms * 1000000 / sh.period_ns + 2;
     np_producer p[NP_PRODUCERS_MAX];
-    np_consumer c = {.table = qname, .expect_rows = -1,
+    np_consumer c = {.table = qname, .expect_rows = -1, .stamp_only = cfg->stamp_only,
                      .cap = sh.calls_cap * cfg->producers * cfg->buckets};
     c.e2e_ms = fr_calloc((size_t)c.cap + 1, sizeof *c.e2e_ms);
     double *acks = NULL;
@@ -579,7 +582,7 @@ static void np_usage(void)
             "          [--latency-batch-rows N] [--latency-ms MS] [--buckets N] [--seed N]\n"
             "          [--codec NAME]... [--server-pid PID] [--skip-disk]\n"
             "          [--api writer|produce] [--linger-ms MS] [--writer-batch-bytes N]\n"
-            "          [--writer-buffer-bytes N]\n"
+            "          [--writer-buffer-bytes N] [--consumer-columns all|stamp]\n"
             "  Produces MIB MiB of 20-column rows per repetition to a firth server (which\n"
             "  should run with log.flush = append and its data dir on SCRATCH_DIR's file\n"
             "  system) and measures dd's fdatasync'd write speed in SCRATCH_DIR alongside;\n"
@@ -620,7 +623,11 @@ static int np_parse_args(int argc, char **argv, np_config *cfg, fr_error *err)
             FR_TRY(bk_arg_i64(a, v, 1, INT32_MAX, &cfg->writer_batch_bytes, err));
         else if (!strcmp(a, "--writer-buffer-bytes"))
             FR_TRY(bk_arg_i64(a, v, 1, INT64_MAX, &cfg->writer_buffer_bytes, err));
-        else if (!strcmp(a, "--api")) {
+        else if (!strcmp(a, "--consumer-columns")) {
+            FR_CHECK(v && (!strcmp(v, "all") || !strcmp(v, "stamp")), FR_EINVAL, err,
+                     "--consumer-columns takes all or stamp");
+            cfg->stamp_only = !strcmp(v, "stamp");
+        } else if (!strcmp(a, "--api")) {
             FR_CHECK(v && (!strcmp(v, "writer") || !strcmp(v, "produce")), FR_EINVAL, err,
                      "--api takes writer or produce");
             cfg->writer_api = !strcmp(v, "writer");
@@ -827,14 +834,13 @@ static int np_report(const np_config *cfg, const np_env *env, double *dd, char (
             np_lat_json(&runs[c].lat)));
     }
     json_t *doc = json_pack(
-        "{s:s, s:o, s:{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:I},"
-        " s:{s:o, s:o, s:f}, s:o, s:o}",
+        "{s:s, s:o, s:{s:s, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s,"
+        " s:I}, s:{s:o, s:o, s:f}, s:o, s:o}",
         "benchmark", "net_produce", "host", bk_host_json(), "config", "api",
         cfg->writer_api ? "firth_writer" : "firth_produce", "linger_ms",
         (json_int_t)cfg->linger_ms, "writer_batch_bytes", (json_int_t)cfg->writer_batch_bytes,
-        "writer_buffer_bytes", (json_int_t)cfg->writer_buffer_bytes,
-        "mib_per_rep",
-        (json_int_t)cfg->mb, "reps", (json_int_t)cfg->reps, "producers",
+        "writer_buffer_bytes", (json_int_t)cfg->writer_buffer_bytes, "consumer_columns",
+        cfg->stamp_only ? "b0" : "all", "mib_per_rep", (json_int_t)cfg->mb, "reps", (json_int_t)cfg->reps, "producers",
         (json_int_t)cfg->producers, "batch_rows", (json_int_t)cfg->batch_rows,
         "batch_logical_bytes", (json_int_t)env->batch_logical, "latency_batch_rows",
         (json_int_t)cfg->latency_batch_rows, "latency_ms", (json_int_t)cfg->latency_ms,
@@ -853,7 +859,7 @@ static int np_latency_phase(const np_config *cfg, np_env *env, const char *codec
 {
     np_calls calls = {.batches = env->lat_batches, .stride = NP_RING, .ring = NP_RING,
                       .rows = cfg->latency_batch_rows, .logical = env->lat_batch_logical,
-                      .mib = cfg->mb / 2 > 0 ? cfg->mb / 2 : 1};
+                      .mib = cfg->mb};
     np_max m = {0};
     FR_TRY(np_run_max(env, codec, 99, &calls, &m, err));
     l->max_mb_s = (double)m.logical_bytes / m.seconds / 1e6;
