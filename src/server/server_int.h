@@ -219,6 +219,35 @@ int srv_handle_list_tables(fr_server *s, srv_job *j, fr_error *err);
 int srv_handle_get_table_info(fr_server *s, srv_job *j, fr_error *err);
 int srv_handle_list_offsets(fr_server *s, srv_job *j, fr_error *err);
 int srv_handle_authenticate(fr_server *s, srv_conn *c, srv_job *j, fr_error *err);
+/* ---- writes (server_write.c, server_put.c) ---------------------------------------------- */
+
+/* What became of one entry. */
+typedef struct srv_entry_result {
+    int rc;
+    fr_error err;
+    int64_t base_offset;
+    int64_t commit_ts;
+    int64_t rows_changed, changelog_records; /* put_kv */
+} srv_entry_result;
+
+/* Entries ordered by (partition, bucket, position), cut into groups of one bucket. */
+typedef struct srv_entry_groups {
+    int *order;  /* entry indexes */
+    int *start;  /* group g is order[start[g] .. start[g + 1]) */
+    int n;
+} srv_entry_groups;
+
+void srv_groups_free(srv_entry_groups *g);
+/* Groups the n entries by (partition, bucket) into g and runs fn(ctx, group) over the groups
+ * on the worker pool, side by side; returns when all have run. */
+int srv_run_groups(fr_server *s, size_t n, const int64_t *pids, const int32_t *buckets,
+                   void (*fn)(void *, int), void *ctx, srv_entry_groups *g, fr_error *err);
+/* Allocates the per-entry partition and bucket arrays (the caller frees both). */
+int srv_entry_keys(size_t n, int64_t **pids, int32_t **buckets, fr_error *err);
+/* Checks that a record batch is long enough for its header and carries the request's writer
+ * id. */
+int srv_check_writer(const uint8_t *p, size_t n, int64_t writer_id, fr_error *err);
+
 int srv_handle_produce_log(fr_server *s, srv_job *j, fr_error *err);
 int srv_handle_put_kv(fr_server *s, srv_job *j, fr_error *err);
 /* Returns SRV_PARK when the fetch should wait (j's wait fields are filled). */

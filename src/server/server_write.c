@@ -1,5 +1,5 @@
-/* server_write.c — produce_log and put_kv: record batches from a client appended to the
- * buckets they name.
+/* server_write.c — produce_log: record batches from a client appended to the buckets they
+ * name, and the grouping of a request's entries by bucket that put_kv (server_put.c) shares.
  *
  * The entries of one request are grouped by bucket; the groups run side by side on the
  * worker pool (srv_pool_parallel), since each append waits for its bucket's fsync and
@@ -17,22 +17,6 @@
 
 #define WRITE_HELPERS_MAX 8
 
-/* What became of one entry. */
-typedef struct entry_result {
-    int rc;
-    fr_error err;
-    int64_t base_offset;
-    int64_t commit_ts;
-    int64_t rows_changed, changelog_records; /* put_kv */
-} entry_result;
-
-/* Entries ordered by (partition, bucket, position), cut into groups of one bucket. */
-typedef struct entry_groups {
-    int *order;  /* entry indexes */
-    int *start;  /* group g is order[start[g] .. start[g + 1]) */
-    int n;
-} entry_groups;
-
 typedef struct entry_key {
     int64_t partition_id;
     int32_t bucket;
@@ -47,13 +31,13 @@ static int entry_key_cmp(const void *a, const void *b)
     return (x->index > y->index) - (x->index < y->index);
 }
 
-static void groups_free(entry_groups *g)
+void srv_groups_free(srv_entry_groups *g)
 {
     fr_free(g->order);
     fr_free(g->start);
 }
 
-static int groups_build(size_t n, const int64_t *pids, const int32_t *buckets, entry_groups *g,
+static int groups_build(size_t n, const int64_t *pids, const int32_t *buckets, srv_entry_groups *g,
                         fr_error *err)
 {
     memset(g, 0, sizeof *g);
@@ -62,7 +46,7 @@ static int groups_build(size_t n, const int64_t *pids, const int32_t *buckets, e
     g->start = fr_malloc((n + 2) * sizeof *g->start);
     if (!keys || !g->order || !g->start) {
         fr_free(keys);
-        groups_free(g);
+        srv_groups_free(g);
         return fr_fail(err, FR_ENOMEM, "out of memory");
     }
     for (size_t i = 0; i < n; i++) keys[i] = (entry_key){pids[i], buckets[i], (int)i};
@@ -91,7 +75,7 @@ static int helpers_for(fr_server *s, int groups)
 #define RB_OFF_RECORD_COUNT 32
 #define RB_OFF_WRITER_ID 40
 
-static int check_writer(const uint8_t *p, size_t n, int64_t writer_id, fr_error *err)
+int srv_check_writer(const uint8_t *p, size_t n, int64_t writer_id, fr_error *err)
 {
     FR_CHECK(n >= FR_RB_HEADER_BYTES, FR_ECORRUPT, err, "record batch: %zu bytes is shorter "
              "than the %d-byte header", n, FR_RB_HEADER_BYTES);
@@ -108,18 +92,18 @@ typedef struct produce_ctx {
     fr_table *t;
     srv_table_metrics *tm;
     const Firth__ProduceLogRequest *req;
-    const entry_groups *groups;
-    entry_result *results;
+    const srv_entry_groups *groups;
+    srv_entry_result *results;
 } produce_ctx;
 
 static void produce_entry(produce_ctx *pc, int i)
 {
     Firth__ProduceBucket *e = pc->req->buckets[i];
-    entry_result *r = &pc->results[i];
+    srv_entry_result *r = &pc->results[i];
     r->base_offset = -1;
     uint8_t *p = e->records.data;
     size_t n = e->records.len;
-    r->rc = check_writer(p, n, pc->req->writer_id, &r->err);
+    r->rc = srv_check_writer(p, n, pc->req->writer_id, &r->err);
     if (r->rc < 0) return;
     r->rc = fr_table_append_encoded_to(pc->t, e->partition_id, e->bucket, p, n,
                                        &r->base_offset, &r->err);
@@ -141,15 +125,15 @@ static void produce_group(void *ctx, int g)
 }
 
 /* Runs fn over the groups of the request's entries (pids/buckets per entry). */
-static int run_groups(fr_server *s, size_t n, const int64_t *pids, const int32_t *buckets,
-                      void (*fn)(void *, int), void *ctx, entry_groups *g, fr_error *err)
+int srv_run_groups(fr_server *s, size_t n, const int64_t *pids, const int32_t *buckets,
+                      void (*fn)(void *, int), void *ctx, srv_entry_groups *g, fr_error *err)
 {
     FR_TRY(groups_build(n, pids, buckets, g, err));
     srv_pool_parallel(s->pool, g->n, helpers_for(s, g->n), fn, ctx);
     return FR_OK;
 }
 
-static int entry_keys(size_t n, int64_t **pids, int32_t **buckets, fr_error *err)
+int srv_entry_keys(size_t n, int64_t **pids, int32_t **buckets, fr_error *err)
 {
     *pids = fr_malloc((n + 1) * sizeof **pids);
     *buckets = fr_malloc((n + 1) * sizeof **buckets);
@@ -165,20 +149,20 @@ int srv_handle_produce_log(fr_server *s, srv_job *j, fr_error *err)
     fr_table *t = NULL;
     FR_TRY(srv_get_table(s, req->path, req->table_id, &t, err));
     size_t n = req->n_buckets;
-    entry_result *results = fr_calloc(n + 1, sizeof *results);
+    srv_entry_result *results = fr_calloc(n + 1, sizeof *results);
     int64_t *pids = NULL;
     int32_t *buckets = NULL;
-    entry_groups g = {0};
+    srv_entry_groups g = {0};
     fr_arena *a = fr_arena_new(16 << 10);
     int rc;
     if (!results || !a) FR_GOTO(fr_fail(err, FR_ENOMEM, "out of memory"));
-    FR_GOTO(entry_keys(n, &pids, &buckets, err));
+    FR_GOTO(srv_entry_keys(n, &pids, &buckets, err));
     for (size_t i = 0; i < n; i++) {
         pids[i] = req->buckets[i]->partition_id;
         buckets[i] = req->buckets[i]->bucket;
     }
     produce_ctx pc = {s, t, srv_metrics_table(s->metrics, t), req, &g, results};
-    FR_GOTO(run_groups(s, n, pids, buckets, produce_group, &pc, &g, err));
+    FR_GOTO(srv_run_groups(s, n, pids, buckets, produce_group, &pc, &g, err));
 
     Firth__ProduceLogResponse resp = FIRTH__PRODUCE_LOG_RESPONSE__INIT;
     resp.buckets = srv_zalloc(a, (n + 1) * sizeof *resp.buckets);
@@ -205,167 +189,10 @@ int srv_handle_produce_log(fr_server *s, srv_job *j, fr_error *err)
     resp.n_buckets = n;
     rc = srv_respond(j, FR_RPC_SUCCESS, &resp.base, err);
 fail:
-    groups_free(&g);
+    srv_groups_free(&g);
     fr_free(pids);
     fr_free(buckets);
     fr_free(results);
-    fr_arena_free(a);
-    fr_table_release(t);
-    return rc;
-}
-
-/* ---- put_kv ---------------------------------------------------------------------------- */
-
-typedef struct put_ctx {
-    fr_server *s;
-    fr_table *t;
-    srv_table_metrics *tm;
-    const Firth__PutKvRequest *req;
-    const int *targets;
-    int ntargets;
-    const entry_groups *groups;
-    entry_result *results;
-} put_ctx;
-
-/* The operations of a batch's change types: +A, +I, +U upsert, -D deletes, -U is refused. */
-static int ops_of(const fr_rb_view *v, uint8_t **out, fr_error *err)
-{
-    *out = NULL;
-    if (!v->change_types) return FR_OK;
-    uint8_t *ops = fr_malloc((size_t)v->record_count);
-    FR_CHECK(ops, FR_ENOMEM, err, "out of memory");
-    for (int32_t i = 0; i < v->record_count; i++) {
-        uint8_t ct = v->change_types[i];
-        if (ct == FR_CHANGE_DELETE) {
-            ops[i] = FR_KV_DELETE;
-        } else if (ct == FR_CHANGE_UPDATE_BEFORE) {
-            fr_free(ops);
-            return fr_fail(err, FR_EINVAL, "record %d is -U (update before): write upserts "
-                           "(+I, +U, +A) and deletes (-D) only", (int)i);
-        } else {
-            ops[i] = FR_KV_UPSERT;
-        }
-    }
-    *out = ops;
-    return FR_OK;
-}
-
-static int put_entry_run(put_ctx *pc, Firth__PutKvBucket *e, entry_result *r, fr_error *err)
-{
-    const uint8_t *p = e->records.data;
-    size_t n = e->records.len;
-    FR_TRY(check_writer(p, n, pc->req->writer_id, err));
-    fr_rb_view v;
-    FR_TRY(fr_rb_decode(p, n, &v, err));
-    FR_CHECK((size_t)v.length == n, FR_EINVAL, err, "one record batch of %d bytes was "
-             "expected, got %zu bytes", v.length, n);
-    const fr_schema *schema = fr_table_schema(pc->t);
-    FR_CHECK(v.schema_id == fr_schema_id(schema), FR_ETYPE, err, "the batch names schema %d, "
-             "but the table's current schema is %d", v.schema_id, fr_schema_id(schema));
-    fr_batch *rows = NULL;
-    uint8_t *ops = NULL;
-    size_t used = 0;
-    int rc;
-    FR_GOTO(fr_ipc_read_batch(v.ipc, (size_t)v.ipc_length, schema, &rows, &used, err));
-    FR_GOTO(fr_batch_num_rows(rows) == v.record_count
-                ? FR_OK
-                : fr_fail(err, FR_EINVAL, "the batch header says %d records but its data has "
-                          "%" PRId64, v.record_count, fr_batch_num_rows(rows)));
-    FR_GOTO(ops_of(&v, &ops, err));
-    fr_kv_write_result res;
-    int32_t seq = v.writer_id == FR_NO_WRITER ? -1 : v.batch_sequence;
-    rc = fr_table_put_bucket(pc->t, e->partition_id, e->bucket, rows, ops, pc->targets,
-                             pc->ntargets, v.writer_id, seq, &res, err);
-    r->base_offset = res.base_offset;
-    r->rows_changed = res.rows_changed;
-    r->changelog_records = res.changelog_records;
-    if (rc == FR_OK && pc->tm) {
-        atomic_fetch_add(&pc->tm->kv_rows_written, (uint64_t)v.record_count);
-        atomic_fetch_add(&pc->tm->appended_records, (uint64_t)res.changelog_records);
-        atomic_fetch_add(&pc->tm->appended_bytes, n);
-        if (res.changelog_records > 0) atomic_fetch_add(&pc->tm->appended_batches, 1);
-    }
-fail:
-    fr_free(ops);
-    fr_batch_free(rows);
-    return rc;
-}
-
-static void put_group(void *ctx, int g)
-{
-    put_ctx *pc = ctx;
-    for (int k = pc->groups->start[g]; k < pc->groups->start[g + 1]; k++) {
-        int i = pc->groups->order[k];
-        entry_result *r = &pc->results[i];
-        r->base_offset = -1;
-        r->rc = put_entry_run(pc, pc->req->buckets[i], r, &r->err);
-    }
-}
-
-int srv_handle_put_kv(fr_server *s, srv_job *j, fr_error *err)
-{
-    Firth__PutKvRequest *req = (Firth__PutKvRequest *)j->request;
-    fr_table *t = NULL;
-    FR_TRY(srv_get_table(s, req->path, req->table_id, &t, err));
-    size_t n = req->n_buckets;
-    entry_result *results = fr_calloc(n + 1, sizeof *results);
-    int *targets = fr_calloc(req->n_target_columns + 1, sizeof *targets);
-    int64_t *pids = NULL;
-    int32_t *buckets = NULL;
-    entry_groups g = {0};
-    fr_arena *a = fr_arena_new(16 << 10);
-    int rc;
-    if (!results || !targets || !a) FR_GOTO(fr_fail(err, FR_ENOMEM, "out of memory"));
-    FR_GOTO(fr_table_is_pk(t) ? FR_OK
-                              : fr_fail(err, FR_EINVAL, "table %s.%s has no primary key: "
-                                        "produce to it instead of putting", fr_table_db(t),
-                                        fr_table_name(t)));
-    int ncols = fr_schema_num_fields(fr_table_schema(t));
-    for (size_t i = 0; i < req->n_target_columns; i++) {
-        targets[i] = req->target_columns[i];
-        FR_GOTO(targets[i] < ncols ? FR_OK
-                                   : fr_fail(err, FR_EINVAL, "target column %d is not a "
-                                             "column of the table (0..%d)", targets[i],
-                                             ncols - 1));
-    }
-    FR_GOTO(entry_keys(n, &pids, &buckets, err));
-    for (size_t i = 0; i < n; i++) {
-        pids[i] = req->buckets[i]->partition_id;
-        buckets[i] = req->buckets[i]->bucket;
-    }
-    put_ctx pc = {s, t, srv_metrics_table(s->metrics, t), req,
-                  req->n_target_columns ? targets : NULL, (int)req->n_target_columns, &g,
-                  results};
-    FR_GOTO(run_groups(s, n, pids, buckets, put_group, &pc, &g, err));
-
-    Firth__PutKvResponse resp = FIRTH__PUT_KV_RESPONSE__INIT;
-    resp.buckets = srv_zalloc(a, (n + 1) * sizeof *resp.buckets);
-    if (!resp.buckets) FR_GOTO(fr_fail(err, FR_ENOMEM, "out of memory"));
-    for (size_t i = 0; i < n; i++) {
-        Firth__PutKvBucketResult *r = srv_zalloc(a, sizeof *r);
-        if (!r) FR_GOTO(fr_fail(err, FR_ENOMEM, "out of memory"));
-        firth__put_kv_bucket_result__init(r);
-        r->partition_id = pids[i];
-        r->bucket = buckets[i];
-        r->rows_changed = results[i].rows_changed;
-        r->changelog_records = results[i].changelog_records;
-        r->base_offset = results[i].changelog_records > 0 ? results[i].base_offset : -1;
-        if (results[i].rc < 0) {
-            r->error = srv_item_error(a, &results[i].err);
-            if (!r->error) FR_GOTO(fr_fail(err, FR_ENOMEM, "out of memory"));
-            FR_DEBUG("put_kv %s.%s bucket %d: %s", fr_table_db(t), fr_table_name(t),
-                     r->bucket, results[i].err.msg);
-        }
-        resp.buckets[i] = r;
-    }
-    resp.n_buckets = n;
-    rc = srv_respond(j, FR_RPC_SUCCESS, &resp.base, err);
-fail:
-    groups_free(&g);
-    fr_free(pids);
-    fr_free(buckets);
-    fr_free(results);
-    fr_free(targets);
     fr_arena_free(a);
     fr_table_release(t);
     return rc;
