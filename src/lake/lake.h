@@ -18,7 +18,7 @@
  * (the engine's data-dir lock sees to it); readers may run in other processes.
  *
  * Lake tables carry the table's columns followed by `__bucket` INT, `__offset` BIGINT and
- * `__timestamp` TIMESTAMP_LTZ(3) (fr_lake_schema builds it). Every snapshot's summary holds
+ * `__timestamp` TIMESTAMP_LTZ(6) (fr_lake_schema builds it). Every snapshot's summary holds
  * the tiered offset of every bucket, so the lake commit and the tiered offsets are one
  * atomic step.
  *
@@ -42,10 +42,14 @@
 
 /* ---- the lake schema ------------------------------------------------------------------- */
 
-/* The lake schema of a table: its columns, then __bucket, __offset, __timestamp. Field ids
- * are column position + 1 (tables have no column evolution yet; when they get it, ids will
- * come from the catalog). *out is freed by the caller with fr_schema_free; field_ids (may be
- * NULL) gets ncols + 3 ids in a caller array of FR_SCHEMA_COLUMNS_MAX + 3 entries. */
+/* The lake schema of a table: its columns, then __bucket, __offset, __timestamp. Iceberg v2
+ * keeps times and timestamps in microseconds, so TIME(p), TIMESTAMP(p) and TIMESTAMP_LTZ(p)
+ * become precision 6 (values are scaled up losslessly when tiered and back when read);
+ * p > 6 fails with FR_EUNSUPPORTED naming the column. CHAR(n) and VARCHAR(n) become STRING.
+ * Field ids are column position + 1 (tables have no column evolution yet; when they get it,
+ * ids will come from the catalog). *out is freed by the caller with fr_schema_free;
+ * field_ids (may be NULL) gets ncols + 3 ids in a caller array of FR_SCHEMA_COLUMNS_MAX + 3
+ * entries. */
 int fr_lake_schema(const fr_schema *table, fr_schema **out, int32_t *field_ids,
                    fr_error *err);
 
