@@ -16,6 +16,7 @@
 #define FIRTH_ENGINE_H
 
 #include "kv/kv.h"
+#include "lake/lake.h"
 
 #define FR_BUCKETS_MAX 1024
 
@@ -43,6 +44,9 @@ typedef struct fr_engine_options {
                                       default 64 MiB */
     int64_t kv_write_buffer_bytes; /* `kv.write-buffer.bytes`: every store's memtables
                                       together; default 64 MiB, at least 1 MiB */
+    const char *lake_warehouse;    /* `lake.warehouse`: NULL for DATA_DIR/lake */
+    int lake_tiering_threads;      /* `lake.tiering.threads`: default 2, 0 no background
+                                      tiering (CALL sys.tier still works) */
 } fr_engine_options;
 
 void fr_engine_options_default(fr_engine_options *o);
@@ -332,5 +336,66 @@ int fr_table_bucket_stats(fr_table *t, int64_t partition_id, int bucket, fr_buck
  * and creates those of the current and coming time units ('num-precreate'). Failures on one
  * table do not stop the others; the first is returned. */
 int fr_engine_run_auto_partition_at(fr_engine *e, int64_t now_ms, fr_error *err);
+
+/* ---- the lake: tiering and union reads (engine_lake*.c, engine_tier*.c, engine_union*.c) --
+ *
+ * A table created with 'table.datalake.enabled' = 'true' has a lake table (Iceberg, the
+ * only 'table.datalake.format' so far) under the warehouse: `lake.warehouse`, default
+ * DATA_DIR/lake, holding `<warehouse>/<db>/<table>/`. The engine's tiering pool (threads:
+ * `lake.tiering.threads`) runs a round for each such table every
+ * 'table.datalake.freshness' (default 3 min): for every bucket of every partition it reads
+ * the log from the offset the current lake snapshot records to the log's end as of the
+ * round's start, writes it to the lake (log tables as appends; primary-key tables as one
+ * equality delete per changed key plus the key's final row unless it was deleted), and
+ * commits a snapshot recording the new offsets. After a crash tiering resumes from the
+ * offsets of the last committed snapshot; files of rounds that never committed are removed
+ * when the table's lake is opened. On lake-enabled tables, retention deletes a segment only
+ * once it is tiered (and older than table.log.ttl). */
+
+bool fr_table_lake_enabled(const fr_table *t);
+/* The table's lake schema (fr_lake_schema of its schema); lives as long as the handle. NULL
+ * when the table is not lake-enabled. */
+const fr_schema *fr_table_lake_schema(const fr_table *t);
+/* Opens the table's lake table, creating it when absent. The caller closes it with
+ * fr_iceberg_close. Errors: FR_EINVAL (not lake-enabled), those of fr_iceberg_open. */
+int fr_table_lake_open(fr_table *t, fr_iceberg_table **out, fr_error *err);
+
+/* Runs one tiering round of t now, on the caller's thread (CALL sys.tier): *snapshot_id gets
+ * the id of the snapshot it committed, or of the current one when there was nothing new to
+ * tier (-1 when the lake has no snapshot). Serialized with the background rounds of t. */
+int fr_table_tier(fr_table *t, int64_t *snapshot_id, fr_error *err);
+
+/* Where tiering of a table stands (for /metrics and tests). */
+typedef struct fr_lake_status {
+    int64_t snapshot_id;        /* current lake snapshot, -1 when none */
+    int64_t snapshot_ms;        /* its commit time, 0 when none */
+    int64_t lag_records;        /* records in the logs after the tiered offsets */
+    int64_t lag_ms;             /* age of the oldest untiered record, 0 when none */
+    int64_t rounds, failures;   /* rounds run (background and CALL) and rounds that failed */
+    char last_error[FR_ERROR_MSG_MAX]; /* the last failure's message, "" when none */
+} fr_lake_status;
+int fr_table_lake_status(fr_table *t, fr_lake_status *out, fr_error *err);
+/* Every lake snapshot of the table, oldest first (for $lake_snapshots); the caller frees
+ * with fr_lake_snapshots_free. */
+int fr_table_lake_snapshots(fr_table *t, fr_lake_snapshot **out, int *n, fr_error *err);
+
+/* A union read: the newest lake snapshot (projection and filter pushed into the Parquet
+ * reader) plus, per bucket, the log after the offset that snapshot records; primary-key
+ * tables are merged by key (the log wins, deletes remove). The rows equal those of reading
+ * the table without the lake at the same moment (fr_table_scan from the earliest offset for
+ * log tables, fr_table_scan_state for primary-key tables). With lake_only the lake alone is
+ * read ($lake): columns then index into fr_table_lake_schema and rows carry its types. */
+typedef struct fr_union_spec {
+    const int *columns;    /* projection (table schema, or lake schema with lake_only); NULL
+                            * for all */
+    int ncolumns;
+    const fr_expr *filter; /* bound to the same schema as columns, or NULL; rows are
+                            * filtered exactly */
+    bool lake_only;
+} fr_union_spec;
+/* Called for each batch (owned by the callee). Non-zero stops. */
+typedef int (*fr_union_fn)(void *ctx, fr_batch *batch, fr_error *err);
+int fr_table_scan_union(fr_table *t, const fr_union_spec *spec, fr_union_fn fn, void *ctx,
+                        fr_error *err);
 
 #endif
