@@ -75,6 +75,10 @@ typedef struct fr_table_conf {
     /* Partitioned tables. */
     bool dynamic_partitions;   /* 'table.partition.dynamic-creation', default true */
     fr_auto_partition autop;
+    /* The lake (engine_lake.c): 'table.datalake.enabled' (default false) and
+     * 'table.datalake.freshness' (default 3 min); 'table.datalake.format' is iceberg. */
+    bool lake_enabled;
+    int64_t lake_freshness_ms;
 } fr_table_conf;
 
 /* The keys a table is created with (names as the user gave them). */
@@ -174,6 +178,8 @@ struct fr_table {
     fr_tpart **graveyard;    /* dropped pinned partitions, kept until the table goes */
     int ngraveyard;
     fr_engine_link *link;    /* NULL until the table is in a catalog */
+    struct fr_table_lake *lake; /* lake-enabled tables: the lake's state (engine_lake.c);
+                                 * NULL otherwise */
 };
 
 /* A table from its parts (takes ownership of schemas and conf, whatever happens). kv_env
@@ -286,6 +292,8 @@ struct fr_engine {
 
     fr_kv_env *kv_env; /* shared by the KV stores of its tables (each holds a reference) */
 
+    struct fr_tier_pool *tier_pool; /* background tiering (engine_tier.c); NULL when off */
+
     pthread_t retention_thread;
     bool retention_running;
     pthread_mutex_t stop_mu;
@@ -326,5 +334,92 @@ int fr_engine_take(const fr_batch *b, const int64_t *rows, int64_t n, fr_batch *
  * comment at its top and in docs/ENGINE.md). */
 int fr_bucket_key_bytes(const fr_batch *b, const int *key, int nkey, int64_t row, fr_buf *out,
                         fr_error *err);
+
+/* ---- the lake: tiering and lake rows (engine_lake.c, engine_tier.c) ----
+ *
+ * A lake-enabled table owns one fr_table_lake, made with the table and freed with it: the
+ * lake spec (lake schema, field ids, partition and key columns), the lake directory, the
+ * tiering mutex that serializes rounds (background and CALL sys.tier), the lake table
+ * tiering writes through, and the status /metrics reads. */
+typedef struct fr_table_lake {
+    char *dir;                  /* <warehouse>/<db>/<table> */
+    fr_schema *schema;          /* the lake schema (fr_lake_schema of the table's) */
+    int32_t *field_ids;         /* one per lake column */
+    int *part_cols, npart_cols; /* partition keys, then __bucket for primary-key tables */
+    int *key_cols, nkey_cols;   /* the primary key (primary-key tables) */
+    fr_parquet_options parquet;
+    fr_lake_spec spec;          /* points into the members above */
+    int64_t *to_micros;         /* [table columns]: the factor that takes a time-like column
+                                 * to microseconds (1 for TIME(6)...); 0 for other types */
+
+    pthread_mutex_t tier_mu;    /* one round at a time; guards ice */
+    fr_iceberg_table *ice;      /* the lake table rounds write through; NULL until the first
+                                 * round opens it (and removes the orphans of rounds that
+                                 * never committed) */
+    atomic_bool opened;         /* the lake table was opened (so it exists) at least once */
+
+    pthread_mutex_t st_mu;      /* guards what follows: the status */
+    bool offsets_known;         /* offsets are those of the current snapshot */
+    fr_lake_offset *offsets;    /* tiered offsets of the current snapshot */
+    int noffsets;
+    int64_t snapshot_id, snapshot_ms;
+    int64_t rounds, failures;
+    char last_error[FR_ERROR_MSG_MAX];
+
+    atomic_int_fast64_t next_due_ms; /* the pool's schedule (monotonic ms; 0: not yet set) */
+    atomic_bool claimed;        /* a pool thread runs (or is about to run) the table's round */
+} fr_table_lake;
+
+/* Parses the table options 'table.datalake.*' into c (returns 1 when key is none of them),
+ * and checks at the end that a lake-enabled table has a lake schema (fr_lake_schema: time
+ * precisions up to 6) and no 'table.log.retention.bytes'. */
+int fr_lake_opt_parse(const char *key, const char *value, fr_table_conf *c, fr_buf *norm,
+                      fr_error *err);
+int fr_lake_opt_finish(const fr_schema *schema, fr_table_conf *c, fr_error *err);
+
+/* Makes t->lake for a lake-enabled table (t->lake stays NULL otherwise): warehouse NULL is
+ * DATA_DIR/lake. Called by fr_table_create_obj. */
+int fr_table_lake_init(fr_table *t, const char *data_dir, const char *warehouse,
+                       fr_error *err);
+/* Opens t->lake->ice (creating the lake table when absent) unless it is open, removing the
+ * files of commits that never published the first time. lake->tier_mu held. */
+int fr_table_lake_ensure_locked(fr_table *t, fr_error *err);
+/* Frees t->lake; for a dropped table, also removes its lake directory. */
+void fr_table_lake_free(fr_table *t);
+/* The lake directory of a lake-enabled table (NULL otherwise). */
+const char *fr_table_lake_dir(const fr_table *t);
+/* The lake spec of a lake-enabled table: lives as long as the handle. */
+const fr_lake_spec *fr_table_lake_spec(const fr_table *t);
+
+/* Table rows -> lake rows: rows (the table schema) become a batch of the lake schema, with
+ * time-like columns scaled to microseconds, CHAR/VARCHAR as STRING, then __bucket = bucket,
+ * __offset = offsets[i] and __timestamp = commit_ts_ms * 1000 (the batch's commit time, in
+ * microseconds). *out is the caller's. */
+int fr_lake_rows_from_table(const fr_table *t, const fr_batch *rows, int32_t bucket,
+                            const int64_t *offsets, int64_t commit_ts_ms, fr_batch **out,
+                            fr_error *err);
+/* Lake rows -> table types: lake is a batch whose column i is lake-schema column
+ * lake_cols[i] (as fr_iceberg_scan_next returns it); the result has the same columns, the
+ * table's columns back in the table's types (times scaled down from microseconds, STRING
+ * back to CHAR/VARCHAR), named as in the table; __bucket, __offset and __timestamp stay as
+ * they are. *out is the caller's. */
+int fr_lake_rows_to_table(const fr_table *t, const fr_batch *lake, const int *lake_cols,
+                          int ncols, fr_batch **out, fr_error *err);
+
+/* The tiering pool (engine_tier.c): e->opts.lake_tiering_threads threads that run a round
+ * of each lake-enabled table every 'table.datalake.freshness'. start is a no-op with 0
+ * threads; stop ends the rounds in progress (uncommitted) and joins the threads. */
+int fr_tier_pool_start(fr_engine *e, fr_error *err);
+/* fr_table_tier that gives up (FR_ESTATE, nothing committed) once *stop is set. */
+int fr_table_tier_stoppable(fr_table *t, const atomic_bool *stop, int64_t *snapshot_id,
+                            fr_error *err);
+void fr_tier_pool_stop(fr_engine *e);
+/* The clock retention should use for one bucket of a lake-enabled table (now_ms for other
+ * tables): no later than the commit time of the first untiered record plus table.log.ttl,
+ * so that time retention (which removes segments whose newest batch is older than
+ * clock - ttl) never removes a segment holding an untiered record. When the tiered offsets
+ * cannot be read, a clock that removes nothing. */
+int64_t fr_lake_retention_clock(fr_table *t, fr_tpart *p, int bucket, fr_log *log,
+                                int64_t now_ms);
 
 #endif
