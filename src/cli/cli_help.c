@@ -34,6 +34,11 @@
     "                        the block cache shared by all KV stores (default 64mb)\n"        \
     "  --kv.write-buffer.bytes SIZE\n"                                                        \
     "                        the memtables of all KV stores together (default 64mb)\n"        \
+    "  --lake.warehouse DIR  where lake-enabled tables keep their Iceberg tables (default\n"  \
+    "                        DATA_DIR/lake)\n"                                                \
+    "  --lake.tiering.threads N\n"                                                           \
+    "                        threads tiering lake-enabled tables into the lake (default 2;\n" \
+    "                        0: only CALL sys.tier)\n"                                        \
     "Durations: 500ms, 30s, 5min, 2h, 7d. Sizes: 64kb, 256mb, 1gb.\n"
 
 /* What sql, produce and consume log, embedded or remote. */
@@ -282,7 +287,8 @@ static const char CLI_HELP_SERVER[] =
     "  server.node.id N              this node's id in metadata (default 0)\n"
     "  log.level LEVEL               debug, info, warn, error or off (default info)\n"
     "  log.flush, log.flush.interval, log.segment.bytes, log.retention.check-interval,\n"
-    "  kv.flush.interval, kv.flush.records, kv.block-cache.bytes, kv.write-buffer.bytes\n"
+    "  kv.flush.interval, kv.flush.records, kv.block-cache.bytes, kv.write-buffer.bytes,\n"
+    "  lake.warehouse, lake.tiering.threads\n"
     "                                the engine's keys, as for the other commands\n"
     "Durations: 500ms, 30s, 5min, 2h, 7d. Sizes: 64kb, 256mb, 1gb.\n"
     "\n"

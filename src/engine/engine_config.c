@@ -1,6 +1,7 @@
 /* engine_config.c — the engine's configuration keys ("log.flush", "log.flush.interval",
  * "log.segment.bytes", "log.retention.check-interval", and the KV stores'
- * "kv.flush.interval", "kv.flush.records", "kv.block-cache.bytes", "kv.write-buffer.bytes"):
+ * "kv.flush.interval", "kv.flush.records", "kv.block-cache.bytes", "kv.write-buffer.bytes",
+ * and the lake's "lake.warehouse", "lake.tiering.threads"):
  * parsing one key's text value into fr_engine_options, for the command line, the public API
  * and later the server's config file. docs/CONFIGURATION.md lists the keys with their defaults and meanings; a key added
  * here is added there.
@@ -109,6 +110,63 @@ static int set_kv_write_buffer(fr_engine_options *o, const char *key, const char
     return set_size_at_least(key, value, 1 << 20, "1mb", &o->kv_write_buffer_bytes, err);
 }
 
+/* The texts of lake.warehouse: the options keep a pointer, but the text they are set from
+ * (a config file's buffer, an argument) may not outlive them, so each distinct path is
+ * copied once into this list, which lives until the process ends (a handful of paths). */
+typedef struct interned_path {
+    struct interned_path *next;
+    char text[];
+} interned_path;
+static interned_path *g_paths;
+static pthread_mutex_t g_paths_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *intern_path(const char *value)
+{
+    pthread_mutex_lock(&g_paths_mu);
+    interned_path *p = g_paths;
+    while (p && strcmp(p->text, value) != 0) p = p->next;
+    if (!p) {
+        size_t n = strlen(value);
+        p = fr_malloc(sizeof *p + n + 1);
+        if (p) {
+            memcpy(p->text, value, n + 1);
+            p->next = g_paths;
+            g_paths = p;
+        }
+    }
+    pthread_mutex_unlock(&g_paths_mu);
+    return p ? p->text : NULL;
+}
+
+static int set_lake_warehouse(fr_engine_options *o, const char *key, const char *value,
+                              fr_error *err)
+{
+    FR_CHECK(value[0] != '\0', FR_EINVAL, err, "%s: give a directory (the default is "
+             "DATA_DIR/lake)", key);
+    FR_CHECK(strlen(value) < FR_ENGINE_PATH_BYTES_MAX - 2 * FR_NAME_BYTES_MAX - 512,
+             FR_EINVAL, err, "%s: the path of %zu bytes is too long", key, strlen(value));
+    const char *copy = intern_path(value);
+    FR_CHECK(copy, FR_ENOMEM, err, "%s: out of memory", key);
+    o->lake_warehouse = copy;
+    return FR_OK;
+}
+
+#define FR_LAKE_TIERING_THREADS_MAX 64
+
+static int set_lake_tiering_threads(fr_engine_options *o, const char *key, const char *value,
+                                    fr_error *err)
+{
+    int64_t n;
+    fr_error perr = {0};
+    if (fr_parse_i64(value, &n, &perr) < 0)
+        return fr_fail(err, FR_EINVAL, "%s: %s", key, perr.msg);
+    FR_CHECK(n >= 0 && n <= FR_LAKE_TIERING_THREADS_MAX, FR_EINVAL, err,
+             "%s: %s is outside 0..%d (0: no background tiering)", key, value,
+             FR_LAKE_TIERING_THREADS_MAX);
+    o->lake_tiering_threads = (int)n;
+    return FR_OK;
+}
+
 typedef struct engine_key {
     const char *key;
     int (*set)(fr_engine_options *o, const char *key, const char *value, fr_error *err);
@@ -123,6 +181,8 @@ static const engine_key ENGINE_KEYS[] = {
     {"kv.flush.records", set_kv_flush_records},
     {"kv.block-cache.bytes", set_kv_block_cache},
     {"kv.write-buffer.bytes", set_kv_write_buffer},
+    {"lake.warehouse", set_lake_warehouse},
+    {"lake.tiering.threads", set_lake_tiering_threads},
 };
 #define ENGINE_NKEYS ((int)(sizeof ENGINE_KEYS / sizeof ENGINE_KEYS[0]))
 
@@ -135,7 +195,8 @@ int fr_engine_options_set(fr_engine_options *o, const char *key, const char *val
     return fr_fail(err, FR_EINVAL,
                    "unknown configuration key '%s'; the keys are log.flush, log.flush.interval, "
                    "log.segment.bytes, log.retention.check-interval, kv.flush.interval, "
-                   "kv.flush.records, kv.block-cache.bytes and kv.write-buffer.bytes",
+                   "kv.flush.records, kv.block-cache.bytes, kv.write-buffer.bytes, "
+                   "lake.warehouse and lake.tiering.threads",
                    key);
 }
 

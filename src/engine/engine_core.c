@@ -40,6 +40,7 @@ void fr_engine_options_default(fr_engine_options *o)
     fr_kv_env_options_default(&kv);
     o->kv_block_cache_bytes = kv.block_cache_bytes;
     o->kv_write_buffer_bytes = kv.write_buffer_bytes;
+    o->lake_tiering_threads = 2;
 }
 
 /* The period of the background KV flush check: often enough for the record limit, never

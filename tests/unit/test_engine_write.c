@@ -902,7 +902,8 @@ static void test_options_set(void **state)
     expect_option_error("log.flushes", "none", "unknown configuration key 'log.flushes'");
     const char *keys[] = {"log.flush", "log.flush.interval", "log.segment.bytes",
                           "log.retention.check-interval", "kv.flush.interval",
-                          "kv.flush.records", "kv.block-cache.bytes", "kv.write-buffer.bytes"};
+                          "kv.flush.records", "kv.block-cache.bytes", "kv.write-buffer.bytes",
+                          "lake.warehouse", "lake.tiering.threads"};
     int nkeys = (int)(sizeof keys / sizeof *keys);
     for (int i = 0; i < nkeys; i++) assert_string_equal(fr_engine_option_key(i), keys[i]);
     assert_null(fr_engine_option_key(nkeys));
