@@ -1,0 +1,1185 @@
+/* lake_parquet_write.c — the Parquet writer (lake.h): flat schemas of every firth type into
+ * row groups of column chunks of data pages (v1), PLAIN or RLE_DICTIONARY encoded, with
+ * RLE/bit-packed definition levels for nullable columns, compressed page by page, with
+ * statistics per chunk and the footer (FileMetaData) at the end.
+ *
+ * Invariants: a row group is buffered in memory (compressed pages per column) and written
+ * out whole when its uncompressed size reaches the target, so the file holds only complete
+ * row groups before the footer; every page holds whole rows (flat columns: one value per
+ * row); a chunk uses its dictionary for a prefix of its pages and PLAIN for the rest once
+ * the dictionary grows past dict_bytes_max, and drops it at the first page when it does not
+ * pay off. The file is created with O_EXCL and removed on any failure. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <unistd.h>
+
+#include "lake/lake_parquet_int.h"
+#include "lake/lake_thrift.h"
+
+#define PQ_SLICE_ROWS 4096
+#define PQ_PAGE_ROWS_MAX 20000
+
+/* Min and max of one column over non-null values, in firth's representation. */
+typedef struct pq_minmax {
+    bool has;
+    bool too_long; /* a string or bytes value beyond PQ_STATS_BYTES_MAX was seen */
+    int64_t imin, imax;
+    double fmin, fmax;
+    fr_i128 dmin, dmax;
+    fr_buf smin, smax;
+} pq_minmax;
+
+/* The dictionary of one column chunk: entries in PLAIN form, found by an open-addressing
+ * hash of their bytes. */
+typedef struct pq_dict {
+    int32_t *slots; /* entry index + 1; 0 empty */
+    uint32_t cap;   /* power of two */
+    int32_t count;
+    fr_buf plain;   /* the dictionary page body */
+    uint32_t *offs; /* var-width: offset of each entry's length prefix in plain */
+    size_t offs_cap;
+} pq_dict;
+
+/* What the footer needs of one written column chunk. */
+typedef struct pq_chunk_out {
+    int64_t data_offset, dict_offset; /* dict_offset -1: none */
+    int64_t uncompressed, compressed; /* headers included */
+    int64_t values, nulls;
+    bool enc_plain, enc_dict;
+    bool has_minmax;
+    uint8_t *min, *max; /* PLAIN-encoded statistics, in the writer's arena */
+    uint32_t min_len, max_len;
+} pq_chunk_out;
+
+typedef struct pq_colw {
+    const char *name;
+    fr_type type;
+    pq_type_map map;
+    int width;      /* PLAIN bytes per value; 0: BYTE_ARRAY; -1: BOOLEAN bits */
+    /* the page being filled */
+    fr_buf defs;    /* one byte per row: 1 valid, 0 null */
+    fr_buf vals;    /* PLAIN values, or uint32 dictionary indexes */
+    int64_t page_rows, page_nulls, page_plain_bytes, page_bits;
+    /* the chunk being filled */
+    bool dict_on, dict_checked;
+    pq_dict dict;
+    fr_buf chunk;   /* data pages, compressed, with headers */
+    int64_t chunk_uncompressed, chunk_values, chunk_nulls;
+    bool chunk_plain, chunk_dict;
+    pq_minmax chunk_mm, file_mm;
+    int64_t file_values, file_nulls, file_bytes;
+} pq_colw;
+
+struct fr_parquet_writer {
+    char *path;
+    int fd;
+    fr_schema *schema;
+    int32_t *field_ids; /* NULL: none */
+    fr_parquet_options opts;
+    int ncols;
+    pq_colw *cols;
+    pq_compressor *comp;
+    fr_buf page, zpage, header; /* scratch */
+    int64_t offset;      /* bytes written to the file */
+    int64_t rg_rows;     /* rows of the row group being buffered */
+    int64_t rows;        /* rows of finished row groups */
+    int64_t bytes_done;  /* uncompressed bytes of finished row groups */
+    pq_chunk_out *chunks; /* nrgs * ncols */
+    int64_t *rg_rows_of, *rg_offsets, *rg_bytes, *rg_compressed;
+    int nrgs, rgs_cap;
+    fr_arena *arena;
+    bool failed;
+};
+
+/* ---- small helpers ----------------------------------------------------------------------- */
+
+static int64_t col_int(const fr_column *c, int64_t row)
+{
+    switch (fr_type_width(&c->type)) {
+    case 1: return ((const int8_t *)c->values)[row];
+    case 2: return ((const int16_t *)c->values)[row];
+    case 4: return ((const int32_t *)c->values)[row];
+    default: return ((const int64_t *)c->values)[row];
+    }
+}
+
+static fr_i128 col_i128(const fr_column *c, int64_t row)
+{
+    fr_i128 v;
+    memcpy(&v, c->values + 16 * row, 16);
+    return v;
+}
+
+static double col_f(const fr_column *c, int64_t row)
+{
+    return c->type.id == FR_T_FLOAT ? ((const float *)c->values)[row] : ((const double *)c->values)[row];
+}
+
+static bool col_bool(const fr_column *c, int64_t row)
+{
+    return (c->values[row >> 3] >> (row & 7)) & 1;
+}
+
+static void col_bytes(const fr_column *c, int64_t row, const uint8_t **p, size_t *n)
+{
+    int32_t a = c->offsets[row], b = c->offsets[row + 1];
+    *p = c->values + a;
+    *n = (size_t)(b - a);
+}
+
+/* Big-endian two's complement of v in n bytes (FIXED_LEN_BYTE_ARRAY decimals). */
+static void put_be128(uint8_t *out, int n, fr_i128 v)
+{
+    for (int i = n - 1; i >= 0; i--) {
+        out[i] = (uint8_t)(v & 0xFF);
+        v >>= 8;
+    }
+}
+
+static int plain_width(const pq_type_map *m)
+{
+    switch (m->physical) {
+    case PQ_BOOLEAN: return -1;
+    case PQ_INT32: case PQ_FLOAT: return 4;
+    case PQ_INT64: case PQ_DOUBLE: return 8;
+    case PQ_FLBA: return m->type_length;
+    default: return 0;
+    }
+}
+
+/* The PLAIN bytes of one fixed-width value (not BOOLEAN) into tmp[16]. */
+static void plain_fixed(const pq_colw *w, const fr_column *c, int64_t row, uint8_t *tmp)
+{
+    switch (w->type.id) {
+    case FR_T_FLOAT: memcpy(tmp, c->values + 4 * row, 4); break;
+    case FR_T_DOUBLE: memcpy(tmp, c->values + 8 * row, 8); break;
+    case FR_T_DECIMAL: {
+        fr_i128 d = col_i128(c, row);
+        if (w->width == 4) fr_put_u32le(tmp, (uint32_t)(int32_t)d);
+        else if (w->width == 8) fr_put_u64le(tmp, (uint64_t)(int64_t)d);
+        else put_be128(tmp, w->width, d);
+        break;
+    }
+    default: {
+        int64_t v = col_int(c, row) * w->map.scale_up;
+        if (w->width == 4) fr_put_u32le(tmp, (uint32_t)(int32_t)v);
+        else fr_put_u64le(tmp, (uint64_t)v);
+    }
+    }
+}
+
+/* ---- statistics -------------------------------------------------------------------------- */
+
+static int mm_bytes(pq_minmax *mm, const uint8_t *p, size_t n, fr_error *err)
+{
+    if (n > PQ_STATS_BYTES_MAX) {
+        mm->too_long = true;
+        return 0;
+    }
+    if (!mm->has) {
+        FR_TRY(fr_buf_append(&mm->smin, p, n, err));
+        FR_TRY(fr_buf_append(&mm->smax, p, n, err));
+        mm->has = true;
+        return 0;
+    }
+    size_t m = n < mm->smin.len ? n : mm->smin.len;
+    int c = memcmp(p, mm->smin.data, m);
+    if (c < 0 || (c == 0 && n < mm->smin.len)) {
+        fr_buf_reset(&mm->smin);
+        FR_TRY(fr_buf_append(&mm->smin, p, n, err));
+    }
+    m = n < mm->smax.len ? n : mm->smax.len;
+    c = memcmp(p, mm->smax.data, m);
+    if (c > 0 || (c == 0 && n > mm->smax.len)) {
+        fr_buf_reset(&mm->smax);
+        FR_TRY(fr_buf_append(&mm->smax, p, n, err));
+    }
+    return 0;
+}
+
+static void mm_int(pq_minmax *mm, int64_t v)
+{
+    if (!mm->has) mm->imin = mm->imax = v, mm->has = true;
+    else if (v < mm->imin) mm->imin = v;
+    else if (v > mm->imax) mm->imax = v;
+}
+
+static void mm_double(pq_minmax *mm, double v)
+{
+    if (isnan(v)) return;
+    if (!mm->has) mm->fmin = mm->fmax = v, mm->has = true;
+    else if (v < mm->fmin) mm->fmin = v;
+    else if (v > mm->fmax) mm->fmax = v;
+}
+
+static void mm_dec(pq_minmax *mm, fr_i128 v)
+{
+    if (!mm->has) mm->dmin = mm->dmax = v, mm->has = true;
+    else if (v < mm->dmin) mm->dmin = v;
+    else if (v > mm->dmax) mm->dmax = v;
+}
+
+/* Folds rows [r0, r1) of c into mm. */
+static int mm_update(pq_minmax *mm, const fr_column *c, int64_t r0, int64_t r1, fr_error *err)
+{
+    fr_type_id id = c->type.id;
+    for (int64_t r = r0; r < r1; r++) {
+        if (fr_column_is_null(c, r)) continue;
+        if (id == FR_T_FLOAT || id == FR_T_DOUBLE) mm_double(mm, col_f(c, r));
+        else if (id == FR_T_DECIMAL) mm_dec(mm, col_i128(c, r));
+        else if (id == FR_T_BOOLEAN) mm_int(mm, col_bool(c, r));
+        else if (fr_type_is_varwidth(&c->type)) {
+            const uint8_t *p;
+            size_t n;
+            col_bytes(c, r, &p, &n);
+            FR_TRY(mm_bytes(mm, p, n, err));
+        } else {
+            mm_int(mm, col_int(c, r));
+        }
+    }
+    return 0;
+}
+
+/* Folds a chunk's min/max into the file's. */
+static int mm_merge(pq_minmax *into, const pq_minmax *from, fr_type_id id, fr_error *err)
+{
+    into->too_long |= from->too_long;
+    if (!from->has) return 0;
+    if (id == FR_T_FLOAT || id == FR_T_DOUBLE) {
+        mm_double(into, from->fmin);
+        mm_double(into, from->fmax);
+    } else if (id == FR_T_DECIMAL) {
+        mm_dec(into, from->dmin);
+        mm_dec(into, from->dmax);
+    } else if (id == FR_T_STRING || id == FR_T_CHAR || id == FR_T_VARCHAR || id == FR_T_BYTES) {
+        FR_TRY(mm_bytes(into, from->smin.data, from->smin.len, err));
+        FR_TRY(mm_bytes(into, from->smax.data, from->smax.len, err));
+    } else {
+        mm_int(into, from->imin);
+        mm_int(into, from->imax);
+    }
+    return 0;
+}
+
+static void mm_reset(pq_minmax *mm)
+{
+    mm->has = mm->too_long = false;
+    fr_buf_reset(&mm->smin);
+    fr_buf_reset(&mm->smax);
+}
+
+/* The PLAIN statistics bytes of one bound (Parquet units) into the writer's arena. */
+static int mm_encode(fr_parquet_writer *w, const pq_colw *cw, const pq_minmax *mm, bool is_max,
+                     uint8_t **out, uint32_t *len, fr_error *err)
+{
+    uint8_t tmp[16];
+    const uint8_t *src = tmp;
+    size_t n = 0;
+    switch (cw->map.physical) {
+    case PQ_BOOLEAN:
+        tmp[0] = (uint8_t)(is_max ? mm->imax : mm->imin);
+        n = 1;
+        break;
+    case PQ_INT32:
+    case PQ_INT64: {
+        int64_t v = cw->type.id == FR_T_DECIMAL ? (int64_t)(is_max ? mm->dmax : mm->dmin)
+                                                : (is_max ? mm->imax : mm->imin) * cw->map.scale_up;
+        n = cw->map.physical == PQ_INT32 ? 4 : 8;
+        if (n == 4) fr_put_u32le(tmp, (uint32_t)(int32_t)v);
+        else fr_put_u64le(tmp, (uint64_t)v);
+        break;
+    }
+    case PQ_FLOAT: {
+        /* The spec asks for -0.0 as a zero minimum and +0.0 as a zero maximum. */
+        float f = (float)(is_max ? mm->fmax : mm->fmin);
+        if (f == 0) f = is_max ? 0.0f : -0.0f;
+        memcpy(tmp, &f, 4);
+        n = 4;
+        break;
+    }
+    case PQ_DOUBLE: {
+        double d = is_max ? mm->fmax : mm->fmin;
+        if (d == 0) d = is_max ? 0.0 : -0.0;
+        memcpy(tmp, &d, 8);
+        n = 8;
+        break;
+    }
+    case PQ_FLBA:
+        put_be128(tmp, cw->width, is_max ? mm->dmax : mm->dmin);
+        n = (size_t)cw->width;
+        break;
+    default:
+        src = is_max ? mm->smax.data : mm->smin.data;
+        n = is_max ? mm->smax.len : mm->smin.len;
+    }
+    uint8_t *p = fr_arena_alloc(w->arena, n ? n : 1);
+    if (!p) return fr_fail(err, FR_ENOMEM, "out of memory keeping statistics");
+    if (n) memcpy(p, src, n);
+    *out = p;
+    *len = (uint32_t)n;
+    return 0;
+}
+
+/* ---- file output ------------------------------------------------------------------------- */
+
+static int write_all(fr_parquet_writer *w, const void *p, size_t n, fr_error *err)
+{
+    const uint8_t *b = p;
+    while (n > 0) {
+        ssize_t k = write(w->fd, b, n);
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            return fr_fail_errno(err, errno, "write %s", w->path);
+        }
+        b += k;
+        n -= (size_t)k;
+        w->offset += k;
+    }
+    return 0;
+}
+
+/* ---- dictionary -------------------------------------------------------------------------- */
+
+static uint32_t dict_hash(const uint8_t *p, size_t n)
+{
+    if (n == 8 || n == 4) {
+        uint64_t v = n == 8 ? fr_get_u64le(p) : fr_get_u32le(p);
+        v *= 0x9E3779B97F4A7C15ull;
+        return (uint32_t)(v >> 32);
+    }
+    return fr_murmur3_32(p, n, 0x5bd1e995);
+}
+
+static void dict_entry(const pq_dict *d, int width, int32_t idx, const uint8_t **p, size_t *n)
+{
+    if (width > 0) {
+        *p = d->plain.data + (size_t)idx * (size_t)width;
+        *n = (size_t)width;
+    } else {
+        const uint8_t *e = d->plain.data + d->offs[idx];
+        *n = fr_get_u32le(e);
+        *p = e + 4;
+    }
+}
+
+static int dict_grow(pq_dict *d, int width, fr_error *err)
+{
+    uint32_t cap = d->cap ? d->cap * 2 : 1024;
+    int32_t *slots = fr_calloc(cap, sizeof *slots);
+    if (!slots) return fr_fail(err, FR_ENOMEM, "out of memory growing a dictionary");
+    for (int32_t i = 0; i < d->count; i++) {
+        const uint8_t *p;
+        size_t n;
+        dict_entry(d, width, i, &p, &n);
+        uint32_t s = dict_hash(p, n) & (cap - 1);
+        while (slots[s]) s = (s + 1) & (cap - 1);
+        slots[s] = i + 1;
+    }
+    fr_free(d->slots);
+    d->slots = slots;
+    d->cap = cap;
+    return 0;
+}
+
+/* Finds or adds the value p[0, n); *idx gets its entry. */
+static int dict_put(pq_dict *d, int width, const uint8_t *p, size_t n, uint32_t *idx, fr_error *err)
+{
+    if ((uint64_t)(d->count + 1) * 2 > d->cap) FR_TRY(dict_grow(d, width, err));
+    uint32_t s = dict_hash(p, n) & (d->cap - 1);
+    for (;;) {
+        int32_t e = d->slots[s];
+        if (!e) break;
+        const uint8_t *q;
+        size_t m;
+        dict_entry(d, width, e - 1, &q, &m);
+        if (m == n && memcmp(p, q, n) == 0) {
+            *idx = (uint32_t)(e - 1);
+            return 0;
+        }
+        s = (s + 1) & (d->cap - 1);
+    }
+    if (width == 0) {
+        if ((size_t)d->count + 1 > d->offs_cap) {
+            size_t cap = d->offs_cap ? d->offs_cap * 2 : 1024;
+            uint32_t *o = fr_realloc(d->offs, cap * sizeof *o);
+            if (!o) return fr_fail(err, FR_ENOMEM, "out of memory growing a dictionary");
+            d->offs = o;
+            d->offs_cap = cap;
+        }
+        d->offs[d->count] = (uint32_t)d->plain.len;
+        uint8_t len[4];
+        fr_put_u32le(len, (uint32_t)n);
+        FR_TRY(fr_buf_append(&d->plain, len, 4, err));
+    }
+    FR_TRY(fr_buf_append(&d->plain, p, n, err));
+    d->slots[s] = d->count + 1;
+    *idx = (uint32_t)d->count++;
+    return 0;
+}
+
+static void dict_clear(pq_dict *d)
+{
+    fr_free(d->slots);
+    d->slots = NULL;
+    d->cap = 0;
+    d->count = 0;
+    fr_buf_reset(&d->plain);
+}
+
+static int bit_width_of(uint32_t max)
+{
+    int b = 1;
+    while (b < 32 && (max >> b)) b++;
+    return b;
+}
+
+/* ---- pages ------------------------------------------------------------------------------- */
+
+static int encode_page_header(fr_buf *out, int type, size_t usize, size_t csize, int64_t values,
+                              int encoding, fr_error *err)
+{
+    fr_thrift_w tw;
+    fr_thrift_w_init(&tw, out, err);
+    fr_thrift_w_i32(&tw, 1, type);
+    fr_thrift_w_i32(&tw, 2, (int32_t)usize);
+    fr_thrift_w_i32(&tw, 3, (int32_t)csize);
+    if (type == PQ_PAGE_DATA) {
+        fr_thrift_w_struct_begin(&tw, 5);
+        fr_thrift_w_i32(&tw, 1, (int32_t)values);
+        fr_thrift_w_i32(&tw, 2, encoding);
+        fr_thrift_w_i32(&tw, 3, PQ_ENC_RLE);
+        fr_thrift_w_i32(&tw, 4, PQ_ENC_RLE);
+        fr_thrift_w_struct_end(&tw);
+    } else {
+        fr_thrift_w_struct_begin(&tw, 7);
+        fr_thrift_w_i32(&tw, 1, (int32_t)values);
+        fr_thrift_w_i32(&tw, 2, encoding);
+        fr_thrift_w_struct_end(&tw);
+    }
+    return fr_thrift_w_finish(&tw);
+}
+
+/* Compresses w->page and appends header + body to out; returns the sizes. */
+static int emit_page(fr_parquet_writer *w, fr_buf *out, int type, int64_t values, int encoding,
+                     int64_t *usize, int64_t *csize, fr_error *err)
+{
+    FR_CHECK(w->page.len <= (size_t)FR_PARQUET_PAGE_BYTES_MAX, FR_ELIMIT, err,
+             "a Parquet page of %zu bytes exceeds the %d-byte limit", w->page.len,
+             FR_PARQUET_PAGE_BYTES_MAX);
+    FR_TRY(pq_compress(w->comp, w->page.data, w->page.len, &w->zpage, err));
+    fr_buf_reset(&w->header);
+    FR_TRY(encode_page_header(&w->header, type, w->page.len, w->zpage.len, values, encoding, err));
+    FR_TRY(fr_buf_append(out, w->header.data, w->header.len, err));
+    FR_TRY(fr_buf_append(out, w->zpage.data, w->zpage.len, err));
+    *usize = (int64_t)(w->header.len + w->page.len);
+    *csize = (int64_t)(w->header.len + w->zpage.len);
+    return 0;
+}
+
+/* Rewrites the dictionary indexes of the current page as PLAIN values. */
+static int page_undict(fr_parquet_writer *w, pq_colw *cw, fr_error *err)
+{
+    size_t n = cw->vals.len / 4;
+    uint32_t *idx = fr_malloc(n ? n * 4 : 1);
+    if (!idx) return fr_fail(err, FR_ENOMEM, "out of memory");
+    memcpy(idx, cw->vals.data, n * 4);
+    fr_buf_reset(&cw->vals);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const uint8_t *p;
+        size_t len;
+        dict_entry(&cw->dict, cw->width, (int32_t)idx[i], &p, &len);
+        if (cw->width == 0) {
+            uint8_t l[4];
+            fr_put_u32le(l, (uint32_t)len);
+            rc = fr_buf_append(&cw->vals, l, 4, err);
+        }
+        if (rc == 0) rc = fr_buf_append(&cw->vals, p, len, err);
+    }
+    fr_free(idx);
+    return rc;
+}
+
+/* Writes the current page of column cw into its chunk. */
+static int flush_page(fr_parquet_writer *w, pq_colw *cw, fr_error *err)
+{
+    if (cw->page_rows == 0) return 0;
+    bool dict = cw->dict_on;
+    if (dict && !cw->dict_checked) {
+        /* The first page decides: a dictionary that costs as much as the PLAIN values it
+         * replaces is dropped for the whole chunk. */
+        cw->dict_checked = true;
+        int64_t nidx = (int64_t)(cw->vals.len / 4);
+        int64_t idx_bytes = nidx * bit_width_of(cw->dict.count ? (uint32_t)cw->dict.count - 1 : 0) / 8;
+        if ((int64_t)cw->dict.plain.len + idx_bytes >= cw->page_plain_bytes * 3 / 4 && cw->page_plain_bytes > 0) {
+            FR_TRY(page_undict(w, cw, err));
+            dict_clear(&cw->dict);
+            cw->dict_on = dict = false;
+        }
+    }
+    fr_buf_reset(&w->page);
+    if (cw->type.nullable) {
+        FR_TRY(fr_buf_append_zeros(&w->page, 4, err));
+        FR_TRY(pq_rle_encode_u8(cw->defs.data, cw->page_rows, 1, &w->page, err));
+        fr_put_u32le(w->page.data, (uint32_t)(w->page.len - 4));
+    }
+    if (dict) {
+        uint8_t bw = (uint8_t)bit_width_of(cw->dict.count ? (uint32_t)cw->dict.count - 1 : 0);
+        FR_TRY(fr_buf_append(&w->page, &bw, 1, err));
+        FR_TRY(pq_rle_encode((const uint32_t *)cw->vals.data, (int64_t)(cw->vals.len / 4), bw,
+                             &w->page, err));
+        cw->chunk_dict = true;
+    } else {
+        FR_TRY(fr_buf_append(&w->page, cw->vals.data, cw->vals.len, err));
+        cw->chunk_plain = true;
+    }
+    int64_t usize, csize;
+    FR_TRY(emit_page(w, &cw->chunk, PQ_PAGE_DATA, cw->page_rows,
+                     dict ? PQ_ENC_RLE_DICTIONARY : PQ_ENC_PLAIN, &usize, &csize, err));
+    cw->chunk_uncompressed += usize;
+    cw->chunk_values += cw->page_rows;
+    cw->chunk_nulls += cw->page_nulls;
+    fr_buf_reset(&cw->defs);
+    fr_buf_reset(&cw->vals);
+    cw->page_rows = cw->page_nulls = cw->page_plain_bytes = cw->page_bits = 0;
+    return 0;
+}
+
+static int64_t page_bytes(const pq_colw *cw)
+{
+    return (int64_t)(cw->vals.len + cw->defs.len / 8);
+}
+
+/* ---- encoding rows ----------------------------------------------------------------------- */
+
+static int append_defs(pq_colw *cw, const fr_column *c, int64_t r0, int64_t r1, fr_error *err)
+{
+    if (!cw->type.nullable) return 0;
+    size_t n = (size_t)(r1 - r0);
+    FR_TRY(fr_buf_reserve(&cw->defs, n, err));
+    uint8_t *d = cw->defs.data + cw->defs.len;
+    if (!c->validity || c->null_count == 0) {
+        memset(d, 1, n);
+    } else {
+        for (int64_t r = r0; r < r1; r++) {
+            bool ok = !fr_column_is_null(c, r);
+            d[r - r0] = ok;
+            cw->page_nulls += !ok;
+        }
+    }
+    cw->defs.len += n;
+    return 0;
+}
+
+/* PLAIN-encodes the non-null values of rows [r0, r1). */
+static int encode_plain(pq_colw *cw, const fr_column *c, int64_t r0, int64_t r1, fr_error *err)
+{
+    bool nulls = c->validity && c->null_count > 0;
+    int64_t n = r1 - r0;
+    if (cw->width == -1) { /* BOOLEAN: bits, LSB first, continuing across calls */
+        FR_TRY(fr_buf_reserve(&cw->vals, (size_t)n / 8 + 2, err));
+        for (int64_t r = r0; r < r1; r++) {
+            if (nulls && fr_column_is_null(c, r)) continue;
+            if ((cw->page_bits & 7) == 0) cw->vals.data[cw->vals.len++] = 0;
+            if (col_bool(c, r)) cw->vals.data[cw->vals.len - 1] |= (uint8_t)(1 << (cw->page_bits & 7));
+            cw->page_bits++;
+        }
+        cw->page_plain_bytes = (int64_t)cw->vals.len;
+        return 0;
+    }
+    if (cw->width == 0) {
+        size_t bytes = (size_t)(c->offsets[r1] - c->offsets[r0]) + 4 * (size_t)n;
+        FR_TRY(fr_buf_reserve(&cw->vals, bytes, err));
+        uint8_t *d = cw->vals.data + cw->vals.len;
+        for (int64_t r = r0; r < r1; r++) {
+            if (nulls && fr_column_is_null(c, r)) continue;
+            uint32_t len = (uint32_t)(c->offsets[r + 1] - c->offsets[r]);
+            fr_put_u32le(d, len);
+            memcpy(d + 4, c->values + c->offsets[r], len);
+            d += 4 + len;
+        }
+        size_t added = (size_t)(d - (cw->vals.data + cw->vals.len));
+        cw->vals.len += added;
+        cw->page_plain_bytes += (int64_t)added;
+        return 0;
+    }
+    size_t w = (size_t)cw->width;
+    FR_TRY(fr_buf_reserve(&cw->vals, w * (size_t)n, err));
+    uint8_t *d = cw->vals.data + cw->vals.len;
+    int fw = fr_type_width(&c->type);
+    if (!nulls && fw == cw->width && cw->map.scale_up == 1 && c->type.id != FR_T_DECIMAL) {
+        memcpy(d, c->values + (size_t)r0 * w, w * (size_t)n);
+        d += w * (size_t)n;
+    } else {
+        for (int64_t r = r0; r < r1; r++) {
+            if (nulls && fr_column_is_null(c, r)) continue;
+            plain_fixed(cw, c, r, d);
+            d += w;
+        }
+    }
+    size_t added = (size_t)(d - (cw->vals.data + cw->vals.len));
+    cw->vals.len += added;
+    cw->page_plain_bytes += (int64_t)added;
+    return 0;
+}
+
+/* Dictionary-encodes rows [r0, r1); stops after the row whose value pushes the dictionary
+ * past dict_bytes_max and returns that row + 1 in *stop (r1 when it never does). */
+static int encode_dict(fr_parquet_writer *w, pq_colw *cw, const fr_column *c, int64_t r0,
+                       int64_t r1, int64_t *stop, fr_error *err)
+{
+    bool nulls = c->validity && c->null_count > 0;
+    FR_TRY(fr_buf_reserve(&cw->vals, 4 * (size_t)(r1 - r0), err));
+    uint8_t tmp[16];
+    for (int64_t r = r0; r < r1; r++) {
+        if (nulls && fr_column_is_null(c, r)) continue;
+        const uint8_t *p = tmp;
+        size_t n = (size_t)cw->width;
+        if (cw->width == 0) col_bytes(c, r, &p, &n);
+        else plain_fixed(cw, c, r, tmp);
+        uint32_t idx = 0;
+        FR_TRY(dict_put(&cw->dict, cw->width, p, n, &idx, err));
+        memcpy(cw->vals.data + cw->vals.len, &idx, 4);
+        cw->vals.len += 4;
+        cw->page_plain_bytes += (int64_t)n + (cw->width == 0 ? 4 : 0);
+        if ((int64_t)cw->dict.plain.len > w->opts.dict_bytes_max) {
+            *stop = r + 1;
+            return 0;
+        }
+    }
+    *stop = r1;
+    return 0;
+}
+
+/* Adds rows [r0, r1) of column c to the column writer cw. */
+static int add_rows(fr_parquet_writer *w, pq_colw *cw, const fr_column *c, int64_t r0, int64_t r1,
+                    fr_error *err)
+{
+    FR_TRY(mm_update(&cw->chunk_mm, c, r0, r1, err));
+    while (r0 < r1) {
+        int64_t end = r1;
+        if (cw->page_rows + (end - r0) > PQ_PAGE_ROWS_MAX) end = r0 + (PQ_PAGE_ROWS_MAX - cw->page_rows);
+        int64_t stop = end;
+        if (cw->dict_on) FR_TRY(encode_dict(w, cw, c, r0, end, &stop, err));
+        else FR_TRY(encode_plain(cw, c, r0, end, err));
+        FR_TRY(append_defs(cw, c, r0, stop, err));
+        cw->page_rows += stop - r0;
+        r0 = stop;
+        if (cw->dict_on && (int64_t)cw->dict.plain.len > w->opts.dict_bytes_max) {
+            FR_TRY(flush_page(w, cw, err));
+            cw->dict_on = false; /* PLAIN for the rest of the chunk */
+        } else if (page_bytes(cw) >= w->opts.page_bytes || cw->page_rows >= PQ_PAGE_ROWS_MAX) {
+            FR_TRY(flush_page(w, cw, err));
+        }
+    }
+    return 0;
+}
+
+/* ---- row groups -------------------------------------------------------------------------- */
+
+static int64_t buffered_bytes(const fr_parquet_writer *w)
+{
+    int64_t b = 0;
+    for (int i = 0; i < w->ncols; i++) {
+        const pq_colw *cw = &w->cols[i];
+        b += cw->chunk_uncompressed + page_bytes(cw) + (int64_t)cw->dict.plain.len;
+    }
+    return b;
+}
+
+static int grow_rgs(fr_parquet_writer *w, fr_error *err)
+{
+    if (w->nrgs < w->rgs_cap) return 0;
+    FR_CHECK(w->nrgs < FR_PARQUET_ROW_GROUPS_MAX, FR_ELIMIT, err,
+             "%s: more than %d row groups", w->path, FR_PARQUET_ROW_GROUPS_MAX);
+    int cap = w->rgs_cap ? w->rgs_cap * 2 : 4;
+    pq_chunk_out *chunks = fr_realloc(w->chunks, (size_t)cap * (size_t)w->ncols * sizeof *chunks);
+    if (!chunks) return fr_fail(err, FR_ENOMEM, "out of memory");
+    w->chunks = chunks;
+    int64_t **arrays[] = {&w->rg_rows_of, &w->rg_offsets, &w->rg_bytes, &w->rg_compressed};
+    for (size_t i = 0; i < 4; i++) {
+        int64_t *a = fr_realloc(*arrays[i], (size_t)cap * sizeof *a);
+        if (!a) return fr_fail(err, FR_ENOMEM, "out of memory");
+        *arrays[i] = a;
+    }
+    w->rgs_cap = cap;
+    return 0;
+}
+
+/* Signed integer and floating-point columns also get the deprecated min/max fields, whose
+ * signed order matches theirs; strings, bytes and FIXED_LEN_BYTE_ARRAY decimals do not. */
+static bool deprecated_stats_ok(const pq_colw *cw)
+{
+    int p = cw->map.physical;
+    return p == PQ_INT32 || p == PQ_INT64 || p == PQ_FLOAT || p == PQ_DOUBLE || p == PQ_BOOLEAN;
+}
+
+static int finish_chunk(fr_parquet_writer *w, int col, pq_chunk_out *co, fr_error *err)
+{
+    pq_colw *cw = &w->cols[col];
+    FR_TRY(flush_page(w, cw, err));
+    memset(co, 0, sizeof *co);
+    co->dict_offset = -1;
+    if (cw->chunk_dict) {
+        fr_buf_reset(&w->page);
+        FR_TRY(fr_buf_append(&w->page, cw->dict.plain.data, cw->dict.plain.len, err));
+        fr_buf dictpage;
+        fr_buf_init(&dictpage);
+        int64_t usize, csize;
+        int rc = emit_page(w, &dictpage, PQ_PAGE_DICTIONARY, cw->dict.count, PQ_ENC_PLAIN, &usize,
+                           &csize, err);
+        if (rc == 0) {
+            co->dict_offset = w->offset;
+            rc = write_all(w, dictpage.data, dictpage.len, err);
+        }
+        fr_buf_free(&dictpage);
+        FR_TRY(rc);
+        co->uncompressed += usize;
+        co->compressed += csize;
+    }
+    co->data_offset = w->offset;
+    FR_TRY(write_all(w, cw->chunk.data, cw->chunk.len, err));
+    co->uncompressed += cw->chunk_uncompressed;
+    co->compressed += (int64_t)cw->chunk.len;
+    co->values = cw->chunk_values;
+    co->nulls = cw->chunk_nulls;
+    co->enc_plain = cw->chunk_plain || cw->chunk_dict;
+    co->enc_dict = cw->chunk_dict;
+    co->has_minmax = cw->chunk_mm.has && !cw->chunk_mm.too_long;
+    if (co->has_minmax) {
+        FR_TRY(mm_encode(w, cw, &cw->chunk_mm, false, &co->min, &co->min_len, err));
+        FR_TRY(mm_encode(w, cw, &cw->chunk_mm, true, &co->max, &co->max_len, err));
+    }
+    FR_TRY(mm_merge(&cw->file_mm, &cw->chunk_mm, cw->type.id, err));
+    cw->file_values += co->values;
+    cw->file_nulls += co->nulls;
+    cw->file_bytes += co->compressed;
+    /* Reset the chunk state for the next row group. */
+    fr_buf_reset(&cw->chunk);
+    cw->chunk_uncompressed = cw->chunk_values = cw->chunk_nulls = 0;
+    cw->chunk_plain = cw->chunk_dict = false;
+    dict_clear(&cw->dict);
+    cw->dict_on = cw->map.physical != PQ_BOOLEAN;
+    cw->dict_checked = false;
+    mm_reset(&cw->chunk_mm);
+    return 0;
+}
+
+static int flush_row_group(fr_parquet_writer *w, fr_error *err)
+{
+    if (w->rg_rows == 0) return 0;
+    FR_TRY(grow_rgs(w, err));
+    int64_t start = w->offset, bytes = buffered_bytes(w);
+    pq_chunk_out *cos = &w->chunks[(size_t)w->nrgs * (size_t)w->ncols];
+    int64_t compressed = 0, uncompressed = 0;
+    for (int i = 0; i < w->ncols; i++) {
+        FR_TRY(finish_chunk(w, i, &cos[i], err));
+        compressed += cos[i].compressed;
+        uncompressed += cos[i].uncompressed;
+    }
+    (void)bytes;
+    w->rg_rows_of[w->nrgs] = w->rg_rows;
+    w->rg_offsets[w->nrgs] = start;
+    w->rg_bytes[w->nrgs] = uncompressed;
+    w->rg_compressed[w->nrgs] = compressed;
+    w->nrgs++;
+    w->rows += w->rg_rows;
+    w->bytes_done += uncompressed;
+    w->rg_rows = 0;
+    return 0;
+}
+
+/* ---- footer ------------------------------------------------------------------------------ */
+
+static void write_logical(fr_thrift_w *tw, const pq_colw *cw)
+{
+    const pq_type_map *m = &cw->map;
+    if (m->logical == PQ_LT_NONE) return;
+    fr_thrift_w_struct_begin(tw, 10);
+    fr_thrift_w_struct_begin(tw, (int16_t)m->logical);
+    switch (m->logical) {
+    case PQ_LT_DECIMAL:
+        fr_thrift_w_i32(tw, 1, cw->type.scale);
+        fr_thrift_w_i32(tw, 2, cw->type.precision);
+        break;
+    case PQ_LT_TIME:
+    case PQ_LT_TIMESTAMP:
+        fr_thrift_w_bool(tw, 1, cw->type.id == FR_T_TIMESTAMP_LTZ);
+        fr_thrift_w_struct_begin(tw, 2);
+        fr_thrift_w_struct_begin(tw, (int16_t)m->unit);
+        fr_thrift_w_struct_end(tw);
+        fr_thrift_w_struct_end(tw);
+        break;
+    case PQ_LT_INTEGER:
+        fr_thrift_w_i8(tw, 1, (int8_t)m->bits);
+        fr_thrift_w_bool(tw, 2, true);
+        break;
+    default:
+        break;
+    }
+    fr_thrift_w_struct_end(tw);
+    fr_thrift_w_struct_end(tw);
+}
+
+static void write_schema(fr_thrift_w *tw, const fr_parquet_writer *w)
+{
+    fr_thrift_w_list_begin(tw, 2, FR_TT_STRUCT, w->ncols + 1);
+    fr_thrift_w_elem_struct_begin(tw);
+    fr_thrift_w_i32(tw, 3, PQ_REQUIRED);
+    fr_thrift_w_string(tw, 4, "schema");
+    fr_thrift_w_i32(tw, 5, w->ncols);
+    fr_thrift_w_struct_end(tw);
+    for (int i = 0; i < w->ncols; i++) {
+        const pq_colw *cw = &w->cols[i];
+        fr_thrift_w_elem_struct_begin(tw);
+        fr_thrift_w_i32(tw, 1, cw->map.physical);
+        if (cw->map.physical == PQ_FLBA) fr_thrift_w_i32(tw, 2, cw->map.type_length);
+        fr_thrift_w_i32(tw, 3, cw->type.nullable ? PQ_OPTIONAL : PQ_REQUIRED);
+        fr_thrift_w_string(tw, 4, cw->name);
+        if (cw->map.converted >= 0) fr_thrift_w_i32(tw, 6, cw->map.converted);
+        if (cw->type.id == FR_T_DECIMAL) {
+            fr_thrift_w_i32(tw, 7, cw->type.scale);
+            fr_thrift_w_i32(tw, 8, cw->type.precision);
+        }
+        if (w->field_ids) fr_thrift_w_i32(tw, 9, w->field_ids[i]);
+        write_logical(tw, cw);
+        fr_thrift_w_struct_end(tw);
+    }
+}
+
+static void write_chunk_meta(fr_thrift_w *tw, const fr_parquet_writer *w, int col,
+                             const pq_chunk_out *co)
+{
+    const pq_colw *cw = &w->cols[col];
+    fr_thrift_w_elem_struct_begin(tw); /* ColumnChunk */
+    fr_thrift_w_i64(tw, 2, co->dict_offset >= 0 ? co->dict_offset : co->data_offset);
+    fr_thrift_w_struct_begin(tw, 3); /* ColumnMetaData */
+    fr_thrift_w_i32(tw, 1, cw->map.physical);
+    int encs[3], nenc = 0;
+    if (co->enc_plain) encs[nenc++] = PQ_ENC_PLAIN;
+    if (cw->type.nullable) encs[nenc++] = PQ_ENC_RLE;
+    if (co->enc_dict) encs[nenc++] = PQ_ENC_RLE_DICTIONARY;
+    if (nenc == 0) encs[nenc++] = PQ_ENC_PLAIN;
+    fr_thrift_w_list_begin(tw, 2, FR_TT_I32, nenc);
+    for (int k = 0; k < nenc; k++) fr_thrift_w_elem_i32(tw, encs[k]);
+    fr_thrift_w_list_begin(tw, 3, FR_TT_BINARY, 1);
+    fr_thrift_w_elem_binary(tw, cw->name, strlen(cw->name));
+    fr_thrift_w_i32(tw, 4, w->opts.codec);
+    fr_thrift_w_i64(tw, 5, co->values);
+    fr_thrift_w_i64(tw, 6, co->uncompressed);
+    fr_thrift_w_i64(tw, 7, co->compressed);
+    fr_thrift_w_i64(tw, 9, co->data_offset);
+    if (co->dict_offset >= 0) fr_thrift_w_i64(tw, 11, co->dict_offset);
+    fr_thrift_w_struct_begin(tw, 12); /* Statistics */
+    bool dep = co->has_minmax && deprecated_stats_ok(cw);
+    if (dep) {
+        fr_thrift_w_binary(tw, 1, co->max, co->max_len);
+        fr_thrift_w_binary(tw, 2, co->min, co->min_len);
+    }
+    fr_thrift_w_i64(tw, 3, co->nulls);
+    if (co->has_minmax) {
+        fr_thrift_w_binary(tw, 5, co->max, co->max_len);
+        fr_thrift_w_binary(tw, 6, co->min, co->min_len);
+        fr_thrift_w_bool(tw, 7, true);
+        fr_thrift_w_bool(tw, 8, true);
+    }
+    fr_thrift_w_struct_end(tw);
+    fr_thrift_w_struct_end(tw);
+    fr_thrift_w_struct_end(tw);
+}
+
+static int write_footer(fr_parquet_writer *w, fr_error *err)
+{
+    fr_buf meta;
+    fr_buf_init(&meta);
+    fr_thrift_w tw;
+    fr_thrift_w_init(&tw, &meta, err);
+    fr_thrift_w_i32(&tw, 1, 2);
+    write_schema(&tw, w);
+    fr_thrift_w_i64(&tw, 3, w->rows);
+    fr_thrift_w_list_begin(&tw, 4, FR_TT_STRUCT, w->nrgs);
+    for (int g = 0; g < w->nrgs; g++) {
+        fr_thrift_w_elem_struct_begin(&tw);
+        fr_thrift_w_list_begin(&tw, 1, FR_TT_STRUCT, w->ncols);
+        for (int i = 0; i < w->ncols; i++)
+            write_chunk_meta(&tw, w, i, &w->chunks[(size_t)g * (size_t)w->ncols + (size_t)i]);
+        fr_thrift_w_i64(&tw, 2, w->rg_bytes[g]);
+        fr_thrift_w_i64(&tw, 3, w->rg_rows_of[g]);
+        fr_thrift_w_i64(&tw, 5, w->rg_offsets[g]);
+        fr_thrift_w_i64(&tw, 6, w->rg_compressed[g]);
+        if (g <= INT16_MAX) fr_thrift_w_i16(&tw, 7, (int16_t)g);
+        fr_thrift_w_struct_end(&tw);
+    }
+    fr_thrift_w_string(&tw, 6, PQ_CREATED_BY);
+    fr_thrift_w_list_begin(&tw, 7, FR_TT_STRUCT, w->ncols);
+    for (int i = 0; i < w->ncols; i++) {
+        fr_thrift_w_elem_struct_begin(&tw); /* ColumnOrder */
+        fr_thrift_w_struct_begin(&tw, 1);   /* TYPE_ORDER */
+        fr_thrift_w_struct_end(&tw);
+        fr_thrift_w_struct_end(&tw);
+    }
+    int rc = fr_thrift_w_finish(&tw);
+    if (rc == 0 && meta.len > FR_PARQUET_FOOTER_BYTES_MAX)
+        rc = fr_fail(err, FR_ELIMIT, "%s: footer of %zu bytes exceeds the %d-byte limit", w->path,
+                     meta.len, FR_PARQUET_FOOTER_BYTES_MAX);
+    uint8_t tail[8];
+    fr_put_u32le(tail, (uint32_t)meta.len);
+    memcpy(tail + 4, PQ_MAGIC, 4);
+    if (rc == 0) rc = write_all(w, meta.data, meta.len, err);
+    if (rc == 0) rc = write_all(w, tail, 8, err);
+    fr_buf_free(&meta);
+    return rc;
+}
+
+/* ---- public API -------------------------------------------------------------------------- */
+
+static void colw_free(pq_colw *cw)
+{
+    fr_buf_free(&cw->defs);
+    fr_buf_free(&cw->vals);
+    fr_buf_free(&cw->chunk);
+    dict_clear(&cw->dict);
+    fr_buf_free(&cw->dict.plain);
+    fr_free(cw->dict.offs);
+    fr_buf_free(&cw->chunk_mm.smin);
+    fr_buf_free(&cw->chunk_mm.smax);
+    fr_buf_free(&cw->file_mm.smin);
+    fr_buf_free(&cw->file_mm.smax);
+}
+
+static void writer_free(fr_parquet_writer *w)
+{
+    if (!w) return;
+    if (w->fd >= 0) close(w->fd);
+    for (int i = 0; w->cols && i < w->ncols; i++) colw_free(&w->cols[i]);
+    fr_free(w->cols);
+    pq_compressor_free(w->comp);
+    fr_buf_free(&w->page);
+    fr_buf_free(&w->zpage);
+    fr_buf_free(&w->header);
+    fr_free(w->chunks);
+    fr_free(w->rg_rows_of);
+    fr_free(w->rg_offsets);
+    fr_free(w->rg_bytes);
+    fr_free(w->rg_compressed);
+    fr_arena_free(w->arena);
+    fr_schema_free(w->schema);
+    fr_free(w->field_ids);
+    fr_free(w->path);
+    fr_free(w);
+}
+
+static int check_options(const fr_parquet_options *o, fr_error *err)
+{
+    FR_CHECK(o->row_group_bytes > 0 && o->page_bytes > 0 && o->dict_bytes_max >= 0, FR_EINVAL, err,
+             "Parquet options: row group, page and dictionary sizes must be positive");
+    FR_CHECK(o->page_bytes <= FR_PARQUET_PAGE_BYTES_MAX / 2, FR_EINVAL, err,
+             "Parquet options: page size %lld exceeds %d bytes", (long long)o->page_bytes,
+             FR_PARQUET_PAGE_BYTES_MAX / 2);
+    FR_CHECK(o->codec == FR_PARQUET_UNCOMPRESSED || o->codec == FR_PARQUET_SNAPPY ||
+                 o->codec == FR_PARQUET_ZSTD, FR_EINVAL, err, "Parquet options: unknown codec %d",
+             (int)o->codec);
+    FR_CHECK(o->codec != FR_PARQUET_ZSTD || (o->zstd_level >= -7 && o->zstd_level <= 22), FR_EINVAL,
+             err, "Parquet options: ZSTD level %d outside -7..22", o->zstd_level);
+    return 0;
+}
+
+int fr_parquet_writer_open(const char *path, const fr_schema *schema, const int32_t *field_ids,
+                           const fr_parquet_options *opts, fr_parquet_writer **out,
+                           fr_error *err)
+{
+    fr_parquet_options o;
+    if (opts) o = *opts;
+    else fr_parquet_options_default(&o);
+    FR_TRY(check_options(&o, err));
+    int ncols = fr_schema_num_fields(schema);
+    FR_CHECK(ncols > 0, FR_EINVAL, err, "%s: a Parquet file needs at least one column", path);
+    fr_parquet_writer *w = fr_calloc(1, sizeof *w);
+    if (!w) return fr_fail(err, FR_ENOMEM, "out of memory");
+    int rc = 0;
+    w->fd = -1;
+    w->opts = o;
+    w->ncols = ncols;
+    w->path = fr_strdup(path);
+    w->schema = fr_schema_clone(schema);
+    w->cols = fr_calloc((size_t)ncols, sizeof *w->cols);
+    w->arena = fr_arena_new(4096);
+    if (field_ids) {
+        w->field_ids = fr_malloc((size_t)ncols * sizeof *w->field_ids);
+        if (w->field_ids) memcpy(w->field_ids, field_ids, (size_t)ncols * sizeof *w->field_ids);
+    }
+    if (!w->path || !w->schema || !w->cols || !w->arena || (field_ids && !w->field_ids)) {
+        rc = fr_fail(err, FR_ENOMEM, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < ncols; i++) {
+        pq_colw *cw = &w->cols[i];
+        const fr_field *f = fr_schema_field(w->schema, i);
+        cw->name = f->name;
+        cw->type = f->type;
+        pq_type_of(&f->type, &cw->map);
+        cw->width = plain_width(&cw->map);
+        cw->dict_on = cw->map.physical != PQ_BOOLEAN;
+    }
+    FR_GOTO(pq_compressor_new(o.codec, o.zstd_level, &w->comp, err));
+    w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (w->fd < 0) {
+        rc = fr_fail_errno(err, errno, "create %s", path);
+        goto fail;
+    }
+    rc = write_all(w, PQ_MAGIC, 4, err);
+    if (rc < 0) {
+        fr_parquet_writer_abort(w);
+        return rc;
+    }
+    *out = w;
+    return 0;
+fail:
+    writer_free(w);
+    return rc;
+}
+
+int fr_parquet_writer_write(fr_parquet_writer *w, const fr_batch *b, fr_error *err)
+{
+    FR_CHECK(!w->failed, FR_ESTATE, err, "%s: the writer failed before; abort it", w->path);
+    FR_CHECK(fr_schema_equal(fr_batch_schema(b), w->schema), FR_EINVAL, err,
+             "%s: the batch's schema differs from the file's", w->path);
+    int64_t rows = fr_batch_num_rows(b);
+    for (int64_t r0 = 0; r0 < rows; r0 += PQ_SLICE_ROWS) {
+        int64_t r1 = r0 + PQ_SLICE_ROWS < rows ? r0 + PQ_SLICE_ROWS : rows;
+        for (int i = 0; i < w->ncols; i++) {
+            const fr_column *c = fr_batch_column(b, i);
+            int rc = add_rows(w, &w->cols[i], c, r0, r1, err);
+            if (rc < 0) {
+                w->failed = true;
+                fr_error_wrap(err, "%s, column %s", w->path, w->cols[i].name);
+                return rc;
+            }
+        }
+        w->rg_rows += r1 - r0;
+        if (buffered_bytes(w) >= w->opts.row_group_bytes) {
+            int rc = flush_row_group(w, err);
+            if (rc < 0) {
+                w->failed = true;
+                return rc;
+            }
+        }
+    }
+    return 0;
+}
+
+int64_t fr_parquet_writer_bytes(const fr_parquet_writer *w)
+{
+    return w->bytes_done + buffered_bytes(w);
+}
+
+void fr_parquet_file_info_free(fr_parquet_file_info *info)
+{
+    if (!info) return;
+    fr_free(info->cols);
+    fr_free(info->row_group_offsets);
+    fr_free(info);
+}
+
+/* The file-level statistics of a column as firth values; string bounds are copied into
+ * `strings` memory (allocated with the info). */
+static fr_value mm_value(const pq_colw *cw, const pq_minmax *mm, bool is_max, uint8_t **strings)
+{
+    fr_type t = cw->type;
+    switch (t.id) {
+    case FR_T_BOOLEAN: return fr_value_bool(t, (is_max ? mm->imax : mm->imin) != 0);
+    case FR_T_FLOAT:
+    case FR_T_DOUBLE: return fr_value_double(t, is_max ? mm->fmax : mm->fmin);
+    case FR_T_DECIMAL: return fr_value_decimal(t, is_max ? mm->dmax : mm->dmin);
+    case FR_T_CHAR:
+    case FR_T_VARCHAR:
+    case FR_T_STRING:
+    case FR_T_BYTES: {
+        const fr_buf *s = is_max ? &mm->smax : &mm->smin;
+        uint8_t *p = *strings;
+        if (s->len) memcpy(p, s->data, s->len);
+        *strings += s->len;
+        return fr_value_str(t, p, s->len);
+    }
+    default: return fr_value_int(t, is_max ? mm->imax : mm->imin);
+    }
+}
+
+static int make_info(fr_parquet_writer *w, fr_parquet_file_info **out, fr_error *err)
+{
+    size_t strings = 0;
+    for (int i = 0; i < w->ncols; i++)
+        strings += w->cols[i].file_mm.smin.len + w->cols[i].file_mm.smax.len;
+    fr_parquet_file_info *info = fr_calloc(1, sizeof *info);
+    if (!info) return fr_fail(err, FR_ENOMEM, "out of memory");
+    /* The column array and the string bounds share one allocation, so that
+     * fr_parquet_file_info_free frees both with the array. */
+    size_t colbytes = (size_t)w->ncols * sizeof *info->cols;
+    info->cols = fr_calloc(1, colbytes + strings + 1);
+    info->row_group_offsets = fr_malloc((size_t)(w->nrgs ? w->nrgs : 1) * sizeof(int64_t));
+    if (!info->cols || !info->row_group_offsets) {
+        fr_parquet_file_info_free(info);
+        return fr_fail(err, FR_ENOMEM, "out of memory");
+    }
+    uint8_t *sp = (uint8_t *)info->cols + colbytes;
+    info->rows = w->rows;
+    info->file_bytes = w->offset;
+    info->ncols = w->ncols;
+    info->nrow_groups = w->nrgs;
+    if (w->nrgs) memcpy(info->row_group_offsets, w->rg_offsets, (size_t)w->nrgs * sizeof(int64_t));
+    for (int i = 0; i < w->ncols; i++) {
+        const pq_colw *cw = &w->cols[i];
+        fr_lake_col_stats *s = &info->cols[i];
+        s->field_id = w->field_ids ? w->field_ids[i] : -1;
+        s->values = cw->file_values;
+        s->nulls = cw->file_nulls;
+        s->bytes = cw->file_bytes;
+        s->has_minmax = cw->file_mm.has && !cw->file_mm.too_long;
+        if (s->has_minmax) {
+            s->min = mm_value(cw, &cw->file_mm, false, &sp);
+            s->max = mm_value(cw, &cw->file_mm, true, &sp);
+        }
+    }
+    *out = info;
+    return 0;
+}
+
+int fr_parquet_writer_close(fr_parquet_writer *w, fr_parquet_file_info **info, fr_error *err)
+{
+    int rc = 0;
+    if (info) *info = NULL;
+    if (w->failed) {
+        rc = fr_fail(err, FR_ESTATE, "%s: the writer failed before", w->path);
+        goto fail;
+    }
+    FR_GOTO(flush_row_group(w, err));
+    FR_GOTO(write_footer(w, err));
+    if (fsync(w->fd) < 0) {
+        rc = fr_fail_errno(err, errno, "fsync %s", w->path);
+        goto fail;
+    }
+    if (close(w->fd) < 0) {
+        w->fd = -1;
+        rc = fr_fail_errno(err, errno, "close %s", w->path);
+        goto fail;
+    }
+    w->fd = -1;
+    if (info) FR_GOTO(make_info(w, info, err));
+    writer_free(w);
+    return 0;
+fail:
+    fr_parquet_writer_abort(w);
+    return rc;
+}
+
+void fr_parquet_writer_abort(fr_parquet_writer *w)
+{
+    if (!w) return;
+    if (w->fd >= 0) {
+        close(w->fd);
+        w->fd = -1;
+    }
+    unlink(w->path);
+    writer_free(w);
+}
