@@ -139,6 +139,15 @@ int fr_ipc_read_batch(const uint8_t *p, size_t n, const fr_schema *schema, fr_ba
 int fr_ipc_read_batch_columns(const uint8_t *p, size_t n, const fr_schema *schema,
                               const int *cols, int ncols, const fr_schema *out_schema,
                               fr_batch **out, fr_error *err);
+/* Checks an encapsulated RecordBatch message against schema without decoding values: the
+ * metadata and layout as fr_ipc_read_batch checks them, NOT NULL columns without nulls, every
+ * buffer long enough for the rows (for a compressed buffer, the uncompressed length it
+ * declares), and the offsets of uncompressed variable-width columns. What it cannot see
+ * without decompressing (the compressed bytes themselves, the offsets and validity bits in
+ * them) a reader still checks when it decodes. *rows is the message's row count; *used its
+ * size. Costs a pass over the metadata and the offsets, not over the values. */
+int fr_ipc_check_batch(const uint8_t *p, size_t n, const fr_schema *schema, int64_t *rows,
+                       size_t *used, fr_error *err);
 /* Reads the row count of an encapsulated RecordBatch message without decoding it. */
 int fr_ipc_batch_rows(const uint8_t *p, size_t n, int64_t *rows, fr_error *err);
 

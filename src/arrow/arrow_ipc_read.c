@@ -339,6 +339,113 @@ fail:
     return rc;
 }
 
+/* ---- checking without decoding ---------------------------------------------------------- */
+
+/* What buffer i of m holds once decompressed: *len, the length it declares (counted into
+ * *inflated against the message limit, as decoding counts it), and *raw, its bytes when
+ * they are stored uncompressed (NULL when they are compressed). */
+static int fr_ipc_buffer_declared(const fr_ipc_batch_msg *m, int i, int64_t *inflated,
+                                  int64_t *len, const uint8_t **raw, fr_error *err)
+{
+    fr_ipc_buffer buf = fr_ipc_buffer_at(m, i);
+    const uint8_t *src = m->body + buf.offset;
+    *len = 0;
+    *raw = fr_arrow_empty;
+    if (buf.length == 0) return 0;
+    if (m->codec == FR_COMPRESSION_NONE) {
+        *len = buf.length;
+        *raw = src;
+        return 0;
+    }
+    FR_CHECK(buf.length >= 8, FR_ECORRUPT, err,
+             "Arrow compressed buffer %d of %lld bytes lacks its 8-byte length prefix", i,
+             (long long)buf.length);
+    int64_t want = (int64_t)fr_get_u64le(src);
+    *raw = NULL;
+    if (want == -1) { /* stored uncompressed */
+        want = buf.length - 8;
+        *raw = src + 8;
+    }
+    FR_CHECK(want >= 0 && want <= FR_IPC_MESSAGE_BYTES_MAX - *inflated, FR_ELIMIT, err,
+             "Arrow compressed buffer %d declares %lld bytes, beyond the %d-byte message limit",
+             i, (long long)want, FR_IPC_MESSAGE_BYTES_MAX);
+    *inflated += want;
+    *len = want;
+    return 0;
+}
+
+/* The offsets of a variable-width column, read from unaligned bytes: as decoding checks them. */
+static int fr_ipc_check_raw_offsets(const uint8_t *o, int64_t rows, const char *name,
+                                    int64_t data_len, fr_error *err)
+{
+    int32_t prev = (int32_t)fr_get_u32le(o);
+    FR_CHECK(prev >= 0, FR_ECORRUPT, err, "column %s: negative first offset %d", name, prev);
+    for (int64_t i = 1; i <= rows; i++) {
+        int32_t cur = (int32_t)fr_get_u32le(o + 4 * i);
+        FR_CHECK(cur >= prev, FR_ECORRUPT, err, "column %s: offsets decrease at row %lld", name,
+                 (long long)(i - 1));
+        prev = cur;
+    }
+    FR_CHECK(prev <= data_len, FR_ECORRUPT, err,
+             "column %s: offsets reach byte %d of a %lld-byte data buffer", name, prev,
+             (long long)data_len);
+    return 0;
+}
+
+/* Column node_index of m (its buffers from first_buffer), as fr_ipc_decode_column checks it,
+ * minus what only decompressing would show. */
+static int fr_ipc_check_column(const fr_ipc_batch_msg *m, const fr_field *f, int node_index,
+                               int first_buffer, int64_t *inflated, fr_error *err)
+{
+    fr_ipc_node node = fr_ipc_node_at(m, node_index);
+    int64_t rows = m->rows, len, data_len;
+    const uint8_t *raw, *data_raw;
+    FR_CHECK(node.null_count == 0 || f->type.nullable, FR_ECORRUPT, err,
+             "column %s is NOT NULL but the record batch has %lld nulls in it", f->name,
+             (long long)node.null_count);
+    if (node.null_count > 0) {
+        FR_TRY(fr_ipc_buffer_declared(m, first_buffer, inflated, &len, &raw, err));
+        FR_CHECK(len >= fr_bitmap_bytes(rows), FR_ECORRUPT, err,
+                 "column %s: validity buffer of %lld bytes for %lld rows", f->name,
+                 (long long)len, (long long)rows);
+        int64_t nulls = raw ? rows - fr_bits_count(raw, 0, rows) : node.null_count;
+        FR_CHECK(nulls == node.null_count, FR_ECORRUPT, err,
+                 "column %s: validity bitmap has %lld nulls but the null count is %lld",
+                 f->name, (long long)nulls, (long long)node.null_count);
+    }
+    int vi = first_buffer + 1;
+    FR_TRY(fr_ipc_buffer_declared(m, vi, inflated, &len, &raw, err));
+    if (fr_arrow_phys(&f->type) != FR_PHYS_VAR) {
+        int64_t need = f->type.id == FR_T_BOOLEAN ? fr_bitmap_bytes(rows)
+                                                  : rows * fr_arrow_width(&f->type);
+        FR_CHECK(len >= need, FR_ECORRUPT, err, "column %s: values buffer of %lld bytes, %lld "
+                 "needed", f->name, (long long)len, (long long)need);
+        return 0;
+    }
+    FR_TRY(fr_ipc_buffer_declared(m, vi + 1, inflated, &data_len, &data_raw, err));
+    if (rows == 0 && len == 0) return 0; /* writers may omit the lone 0 */
+    FR_CHECK(len >= 4 * (rows + 1), FR_ECORRUPT, err,
+             "column %s: offsets buffer of %lld bytes for %lld rows", f->name, (long long)len,
+             (long long)rows);
+    return raw ? fr_ipc_check_raw_offsets(raw, rows, f->name, data_len, err) : 0;
+}
+
+int fr_ipc_check_batch(const uint8_t *p, size_t n, const fr_schema *schema, int64_t *rows,
+                       size_t *used, fr_error *err)
+{
+    fr_ipc_batch_msg m;
+    FR_TRY(fr_ipc_parse_batch(p, n, schema, &m, err));
+    int64_t inflated = 0;
+    for (int i = 0, buf = 0; i < fr_schema_num_fields(schema); i++) {
+        const fr_field *f = fr_schema_field(schema, i);
+        FR_TRY(fr_ipc_check_column(&m, f, i, buf, &inflated, err));
+        buf += fr_arrow_nbuffers(&f->type);
+    }
+    if (rows) *rows = m.rows;
+    if (used) *used = m.used;
+    return 0;
+}
+
 /* Checks that out_schema is schema projected to cols; seen is zeroed scratch of one int per
  * column of schema. */
 static int fr_ipc_check_columns(const fr_schema *schema, const int *cols, int ncols,

@@ -144,14 +144,16 @@ int fr_log_append(fr_log *log, uint8_t *batch, size_t len, int64_t *base_offset,
 
 /* Flags of fr_log_append2. */
 #define FR_LOG_APPEND_VERIFIED 0x1u /* the caller encoded the batch in this process with
-                                     * fr_rb_encode and has not changed it since: the log
-                                     * checks its header and layout but skips the CRC-32C and
-                                     * the IPC message (checked by assert in debug builds) */
+                                     * fr_rb_encode, or checked it whole with fr_rb_decode,
+                                     * and has not changed it since: the log checks its
+                                     * header and layout but skips the CRC-32C and the IPC
+                                     * message (checked by assert in debug builds) */
 
 /* fr_log_append with flags (0 is fr_log_append). FR_LOG_APPEND_VERIFIED is only for trusted
- * in-process callers, such as the engine appending what it just encoded: it spares a second
- * CRC pass over every batch. Bytes from outside the process (a client, a file) must go
- * through the full check, flags 0. */
+ * in-process callers, such as the engine appending what it just encoded, or a batch from a
+ * client whose CRC it has just checked in a buffer no one else writes: it spares a second
+ * CRC pass over every batch. Bytes from outside the process (a client, a file) that were
+ * not checked so must go through the full check, flags 0. */
 int fr_log_append2(fr_log *log, uint8_t *batch, size_t len, unsigned flags,
                    int64_t *base_offset, fr_error *err);
 

@@ -406,6 +406,68 @@ static void test_flipped_bytes(void **state)
     fr_schema_free(s);
 }
 
+/* fr_ipc_check_batch against fr_ipc_read_batch over damaged messages: without compression
+ * it must accept exactly what decoding accepts (it checks everything decoding checks, with
+ * the same codes); with compression it may accept more (what hides in compressed bytes),
+ * never less. */
+static void test_check_without_decoding(void **state)
+{
+    (void)state;
+    uint64_t seed = tu_pick_seed("check_without_decoding");
+    static const tu_col cols[] = {{"b", "BOOLEAN"}, {"i", "INT"}, {"s", "STRING"},
+                                  {"d", "DECIMAL(12, 3)"}, {"x", "BYTES"}, {"f", "DOUBLE"}};
+    fr_schema *s = tu_schema(cols, 6, true);
+    tu_model m;
+    tu_model_random(&m, s, 40, 40);
+    fr_batch *b = tu_build(s, &m);
+    tu_seed(seed);
+    for (size_t c = 0; c < 3; c++) {
+        fr_buf msg;
+        fr_buf_init(&msg);
+        fr_error err;
+        assert_int_equal(fr_ipc_write_batch(b, codecs[c], &msg, &err), 0);
+        int64_t rows = -1;
+        size_t used = 0;
+        assert_int_equal(fr_ipc_check_batch(msg.data, msg.len, s, &rows, &used, &err), 0);
+        assert_int_equal(rows, fr_batch_num_rows(b));
+        assert_int_equal(used, msg.len);
+        uint8_t *copy = malloc(msg.len);
+        int accepted_more = 0;
+        for (int round = 0; round < 3000; round++) {
+            memcpy(copy, msg.data, msg.len);
+            int k = 1 + (int)(tu_next() % 3);
+            for (int j = 0; j < k; j++) {
+                size_t at = tu_next() % msg.len;
+                if (tu_next() & 1) copy[at] ^= (uint8_t)(1u << (tu_next() & 7));
+                else copy[at] = (uint8_t)tu_next();
+            }
+            fr_error e1 = {0}, e2 = {0};
+            fr_batch *out = NULL;
+            int read_rc = fr_ipc_read_batch(copy, msg.len, s, &out, NULL, &e1);
+            fr_batch_free(out);
+            int check_rc = fr_ipc_check_batch(copy, msg.len, s, NULL, NULL, &e2);
+            if (codecs[c] == FR_COMPRESSION_NONE) {
+                if (read_rc != check_rc)
+                    fail_msg("seed %llu round %d: decoding says %d (%s), the check %d (%s)",
+                             (unsigned long long)seed, round, read_rc, e1.msg, check_rc, e2.msg);
+            } else if (read_rc == 0 && check_rc != 0) {
+                fail_msg("seed %llu round %d: decodes but the check refuses it: %s",
+                         (unsigned long long)seed, round, e2.msg);
+            } else if (read_rc != 0 && check_rc == 0) {
+                accepted_more++;
+            }
+        }
+        if (codecs[c] != FR_COMPRESSION_NONE)
+            print_message("%s: the check passed %d damaged messages that decoding refused\n",
+                          fr_compression_name(codecs[c]), accepted_more);
+        free(copy);
+        fr_buf_free(&msg);
+    }
+    fr_batch_free(b);
+    tu_model_free(&m);
+    fr_schema_free(s);
+}
+
 /* Locates buffer i's entry (offset, length) in an uncompressed message written by firth. */
 static uint8_t *buffer_entry(fr_buf *msg, const fr_schema *s, int i)
 {
@@ -591,6 +653,7 @@ int main(void)
         cmocka_unit_test(test_truncations),
         cmocka_unit_test(test_flipped_bytes),
         cmocka_unit_test(test_corruptions),
+        cmocka_unit_test(test_check_without_decoding),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
