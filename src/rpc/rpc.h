@@ -223,6 +223,11 @@ int fr_rpc_reader_next(fr_rpc_reader *r, fr_rpc_frame *out, fr_error *err);
 /* Bytes received and not yet taken as frames, and bytes of buffer held. */
 size_t fr_rpc_reader_buffered(const fr_rpc_reader *r);
 size_t fr_rpc_reader_capacity(const fr_rpc_reader *r);
+/* Hands over the reader's buffer when it holds nothing but frame f, the one
+ * fr_rpc_reader_next just returned, and f fills at least half of it: the caller owns the
+ * returned memory (fr_free), into which f->body still points, and the reader starts afresh.
+ * NULL otherwise (copy the body instead). Spares a copy of every large request. */
+uint8_t *fr_rpc_reader_take(fr_rpc_reader *r, const fr_rpc_frame *f);
 /* Gives the buffer back when nothing is buffered. Invalidates frames. */
 void fr_rpc_reader_trim(fr_rpc_reader *r);
 
@@ -252,6 +257,13 @@ void fr_rpc_free(ProtobufCMessage *m);
  * (Firth__ProduceLogRequest *)msg). */
 int fr_rpc_request_unpack(const fr_rpc_frame *f, ProtobufCMessage **out,
                           Firth__ErrorCode *code, fr_error *err);
+/* fr_rpc_request_unpack for a produce_log request (f->api_key FR_RPC_PRODUCE_LOG), without
+ * copying its record batches: each bucket's records point into f->body, which must live,
+ * unchanged, as long as the message. The same checks and errors; free the message with
+ * fr_rpc_produce_free, never fr_rpc_free (rpc_produce.c). */
+int fr_rpc_produce_unpack(const fr_rpc_frame *f, Firth__ProduceLogRequest **out,
+                          Firth__ErrorCode *code, fr_error *err);
+void fr_rpc_produce_free(Firth__ProduceLogRequest *m);
 /* Unpacks the body of a response frame to a request of api: the api's response message for
  * SUCCESS and PART (PART only for an api that streams: FR_ECORRUPT otherwise), an
  * Firth__Error for ERROR. */

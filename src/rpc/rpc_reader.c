@@ -156,6 +156,19 @@ int fr_rpc_reader_next(fr_rpc_reader *r, fr_rpc_frame *out, fr_error *err)
     return 1;
 }
 
+uint8_t *fr_rpc_reader_take(fr_rpc_reader *r, const fr_rpc_frame *f)
+{
+    /* Only the frame just returned, and it fills at least half of the buffer: handing the
+     * buffer over costs no more memory than the frame's own copy would. */
+    if (r->failed || r->start != r->len || !r->buf || f->body < r->buf ||
+        f->body + f->body_len != r->buf + r->len || 2 * (r->len - (size_t)(f->body - r->buf)) < r->cap)
+        return NULL;
+    uint8_t *b = r->buf;
+    r->buf = NULL;
+    r->cap = r->start = r->len = 0;
+    return b;
+}
+
 size_t fr_rpc_reader_buffered(const fr_rpc_reader *r)
 {
     return r->len - r->start;

@@ -24,8 +24,10 @@
 void srv_job_free(srv_job *j)
 {
     if (!j) return;
-    fr_rpc_free(j->request);
-    fr_free(j->body);
+    /* A produce_log request references its record batches in the body: free it first. */
+    if (j->api == FR_RPC_PRODUCE_LOG) fr_rpc_produce_free((Firth__ProduceLogRequest *)j->request);
+    else fr_rpc_free(j->request);
+    fr_free(j->body_block);
     fr_buf_free(&j->out);
     assert(j->nheld == 0);
     fr_free(j->held);

@@ -145,7 +145,12 @@ void srv_job_run(srv_job *j)
             .body_len = j->body_len,
         };
         Firth__ErrorCode code = FIRTH__ERROR_CODE__NONE;
-        int rc = fr_rpc_request_unpack(&f, &j->request, &code, &err);
+        /* produce_log's record batches stay in the body (no copy): it lives as long as the
+         * request. */
+        bool in_place = j->api == FR_RPC_PRODUCE_LOG;
+        int rc = in_place ? fr_rpc_produce_unpack(&f, (Firth__ProduceLogRequest **)&j->request,
+                                                  &code, &err)
+                          : fr_rpc_request_unpack(&f, &j->request, &code, &err);
         if (rc < 0) {
             bool bad = code == FIRTH__ERROR_CODE__UNKNOWN_API ||
                        code == FIRTH__ERROR_CODE__UNSUPPORTED_VERSION || rc == FR_ECORRUPT;
@@ -155,9 +160,12 @@ void srv_job_run(srv_job *j)
             respond_error(j, code, &err);
             return;
         }
-        fr_free(j->body);
-        j->body = NULL;
-        j->body_len = 0;
+        if (!in_place) {
+            fr_free(j->body_block);
+            j->body_block = NULL;
+            j->body = NULL;
+            j->body_len = 0;
+        }
     }
     int rc = run_handler(s, j, &err);
     if (rc == SRV_PARK) {

@@ -106,8 +106,10 @@ struct srv_job {
     srv_conn *conn;                /* (loop) */
     int16_t api, version;
     int32_t request_id;
-    uint8_t *body;                 /* the frame's body, copied */
+    uint8_t *body;                 /* the frame's body, within body_block */
     size_t body_len;
+    uint8_t *body_block;           /* owned: the memory body points into (the frame reader's
+                                    * buffer taken whole, or a copy of the body) */
     size_t counted_bytes;          /* (loop) its share of fr_server.inflight_bytes */
     int64_t received_ns;           /* fr_monotonic_ns when read */
     ProtobufCMessage *request;     /* unpacked by the worker; NULL until then */

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -1217,6 +1218,123 @@ static void test_worked_example(void **state)
     fr_buf_free(&b);
 }
 
+/* ---- produce_log without copying the records ------------------------------------------------ */
+
+static uint64_t tm_rng;
+static uint64_t tm_next(void)
+{
+    tm_rng ^= tm_rng << 13;
+    tm_rng ^= tm_rng >> 7;
+    tm_rng ^= tm_rng << 17;
+    return tm_rng;
+}
+
+static char *tm_random_name(char *buf, size_t cap)
+{
+    size_t n = tm_next() % (cap - 1);
+    for (size_t i = 0; i < n; i++) buf[i] = (char)('a' + tm_next() % 26);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Whether two unpacked produce_log requests say the same (unknown fields aside). */
+static bool tm_same_produce(const Firth__ProduceLogRequest *a, const Firth__ProduceLogRequest *b)
+{
+    if ((a->path == NULL) != (b->path == NULL)) return false;
+    if (a->path) {
+        const char *x[] = {a->path->database, a->path->table}, *y[] = {b->path->database, b->path->table};
+        for (int i = 0; i < 2; i++)
+            if (strcmp(x[i] ? x[i] : "", y[i] ? y[i] : "") != 0) return false;
+    }
+    if (a->table_id != b->table_id || a->writer_id != b->writer_id || a->n_buckets != b->n_buckets)
+        return false;
+    for (size_t i = 0; i < a->n_buckets; i++) {
+        const Firth__ProduceBucket *x = a->buckets[i], *y = b->buckets[i];
+        if (x->partition_id != y->partition_id || x->bucket != y->bucket ||
+            x->records.len != y->records.len)
+            return false;
+        if (x->records.len && memcmp(x->records.data, y->records.data, x->records.len) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* fr_rpc_produce_unpack against protobuf-c's unpack of the same bodies: random requests and
+ * random damage to them. What it accepts protobuf-c accepts, with the same fields, and the
+ * records point into the body. */
+static void test_produce_in_place(void **state)
+{
+    (void)state;
+    const char *env = getenv("FIRTH_TEST_SEED");
+    uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
+    print_message("produce_in_place: seed %llu (set FIRTH_TEST_SEED to replay)\n",
+                  (unsigned long long)seed);
+    tm_rng = seed * 2654435761u + 1;
+    int both = 0, refused_more = 0;
+    for (int round = 0; round < 300; round++) {
+        char db[12], tb[12];
+        uint8_t records[5][80];
+        Firth__ProduceBucket bk[5], *bks[5];
+        Firth__TablePath path = FIRTH__TABLE_PATH__INIT;
+        path.database = tm_random_name(db, sizeof db);
+        path.table = tm_random_name(tb, sizeof tb);
+        Firth__ProduceLogRequest req = FIRTH__PRODUCE_LOG_REQUEST__INIT;
+        req.path = (tm_next() % 8) ? &path : NULL;
+        req.table_id = (int64_t)(tm_next() % 3) - 1;
+        req.writer_id = (tm_next() & 1) ? -1 : (int64_t)(tm_next() >> 1);
+        req.n_buckets = tm_next() % 5;
+        req.buckets = bks;
+        for (size_t i = 0; i < req.n_buckets; i++) {
+            firth__produce_bucket__init(&bk[i]);
+            bk[i].partition_id = (int64_t)(tm_next() % 4) - 1;
+            bk[i].bucket = (int32_t)(tm_next() % 8);
+            bk[i].records.len = tm_next() % sizeof records[i];
+            for (size_t k = 0; k < bk[i].records.len; k++) records[i][k] = (uint8_t)tm_next();
+            bk[i].records.data = records[i];
+            bks[i] = &bk[i];
+        }
+        fr_buf body = tm_pack(&req.base);
+        for (int damage = 0; damage < 40; damage++) {
+            uint8_t copy[1024];
+            assert_true(body.len <= sizeof copy);
+            if (body.len) memcpy(copy, body.data, body.len);
+            for (int k = damage == 0 || body.len == 0 ? 0 : 1 + (int)(tm_next() % 3); k > 0; k--)
+                copy[tm_next() % body.len] = (uint8_t)tm_next();
+            fr_rpc_frame f = {.direction = FR_RPC_REQUEST, .api_key = FR_RPC_PRODUCE_LOG,
+                              .api_version = 0, .request_id = 1, .body = copy,
+                              .body_len = body.len};
+            ProtobufCMessage *theirs = NULL;
+            Firth__ProduceLogRequest *mine = NULL;
+            fr_error e1 = {0}, e2 = {0};
+            int rc1 = fr_rpc_request_unpack(&f, &theirs, NULL, &e1);
+            int rc2 = fr_rpc_produce_unpack(&f, &mine, NULL, &e2);
+            if (rc2 == 0) {
+                if (rc1 != 0)
+                    fail_msg("seed %llu round %d: accepted what protobuf-c refuses (%s)",
+                             (unsigned long long)seed, round, e1.msg);
+                if (!tm_same_produce((Firth__ProduceLogRequest *)theirs, mine))
+                    fail_msg("seed %llu round %d: unpacked differently", (unsigned long long)seed,
+                             round);
+                for (size_t i = 0; i < mine->n_buckets; i++)
+                    if (mine->buckets[i]->records.len)
+                        assert_true(mine->buckets[i]->records.data >= copy &&
+                                    mine->buckets[i]->records.data < copy + body.len);
+                both++;
+            } else {
+                assert_true(rc2 == FR_ECORRUPT || rc2 == FR_EINVAL || rc2 == FR_ELIMIT);
+                if (rc1 == 0) refused_more++;
+            }
+            if (damage == 0) assert_int_equal(rc2, rc1);
+            fr_rpc_free(theirs);
+            fr_rpc_produce_free(mine);
+        }
+        fr_buf_free(&body);
+    }
+    print_message("produce_in_place: %d bodies unpacked alike, %d refused that protobuf-c "
+                  "took\n", both, refused_more);
+    assert_int_equal(refused_more, 0);
+}
+
 /* ---- seed corpora -------------------------------------------------------------------------- */
 
 static void tm_write_file(const char *dir, const char *name, const uint8_t *p, size_t n)
@@ -1301,6 +1419,7 @@ int main(void)
         cmocka_unit_test(test_error_codes),
         cmocka_unit_test(test_error_messages),
         cmocka_unit_test(test_worked_example),
+        cmocka_unit_test(test_produce_in_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
