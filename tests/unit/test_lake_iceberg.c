@@ -1,0 +1,379 @@
+/* test_lake_iceberg.c — Iceberg tables end to end: creation and reopening, appends over
+ * several commits, tiered offsets merged across commits, partitioned tables and pruning,
+ * rolled files, and a primary-key table under random upserts and deletes whose scans must
+ * equal a model at every commit. */
+#include "lake_iceberg_testkit.h"
+
+#include <time.h>
+
+static void test_create_and_reopen(void **state)
+{
+    (void)state;
+    char *dir = ik_tmpdir("ice_create");
+    ik_table k;
+    ik_table_init(&k, 0, 0);
+    fr_error err = {0};
+    fr_iceberg_table *t = NULL;
+    char tdir[1200];
+    snprintf(tdir, sizeof tdir, "%s/db/t", dir);
+    /* No table and no spec: not found. */
+    assert_int_equal(fr_iceberg_open(tdir, NULL, &t, &err), FR_ENOTFOUND);
+    assert_non_null(strstr(err.msg, tdir));
+    IK_CHECK(fr_iceberg_open(tdir, &k.spec, &t, &err), err);
+    assert_true(fr_schema_equal(fr_iceberg_schema(t), k.lake));
+    assert_null(fr_iceberg_delete_schema(t));
+    fr_lake_snapshot *cur = (fr_lake_snapshot *)1;
+    IK_CHECK(fr_iceberg_current(t, &cur, &err), err);
+    assert_null(cur);
+    ik_rows rows = {0};
+    IK_CHECK(ik_scan(t, -1, NULL, 0, NULL, &rows, NULL, &err), err);
+    assert_int_equal(rows.n, 0);
+    fr_iceberg_close(t);
+    /* Reopened without a spec, the same schema comes back (firth's own types kept). */
+    IK_CHECK(fr_iceberg_open(tdir, NULL, &t, &err), err);
+    assert_true(fr_schema_equal(fr_iceberg_schema(t), k.lake));
+    fr_iceberg_close(t);
+    /* A spec that disagrees is refused, naming the table. */
+    ik_table k2;
+    ik_table_init(&k2, 1, 0);
+    assert_int_equal(fr_iceberg_open(tdir, &k2.spec, &t, &err), FR_EINVAL);
+    assert_non_null(strstr(err.msg, "partition"));
+    /* The metadata has the fields Iceberg v2 requires. */
+    char path[1300];
+    snprintf(path, sizeof path, "%s/metadata/v1.metadata.json", tdir);
+    json_t *doc = json_load_file(path, 0, NULL);
+    assert_non_null(doc);
+    assert_int_equal(json_integer_value(json_object_get(doc, "format-version")), 2);
+    const char *loc = json_string_value(json_object_get(doc, "location"));
+    assert_non_null(loc);
+    assert_memory_equal(loc, "file:///", 8);
+    json_t *f0 = json_array_get(
+        json_object_get(json_array_get(json_object_get(doc, "schemas"), 0), "fields"), 0);
+    assert_string_equal(json_string_value(json_object_get(f0, "type")), "long");
+    assert_true(json_is_true(json_object_get(f0, "required")));
+    json_decref(doc);
+    ik_table_free(&k2);
+    ik_table_free(&k);
+    ik_rmdir(dir);
+}
+
+/* Appends `rounds` commits of `per` rows each; checks every snapshot reads its rows. */
+static void test_appends_and_offsets(void **state)
+{
+    (void)state;
+    char *dir = ik_tmpdir("ice_append");
+    ik_table k;
+    ik_table_init(&k, 0, 0);
+    fr_error err = {0};
+    fr_iceberg_table *t;
+    IK_CHECK(fr_iceberg_open(dir, &k.spec, &t, &err), err);
+    ik_rows expect = {0};
+    int64_t snaps[6];
+    int64_t bucket_off[3] = {0, 0, 0};
+    for (int round = 0; round < 6; round++) {
+        ik_row rows[40];
+        char names[40][16];
+        int b = round % 3;
+        for (int i = 0; i < 40; i++) {
+            snprintf(names[i], sizeof names[i], "n%d", round * 40 + i);
+            rows[i] = (ik_row){round * 40 + i, i % 7 ? names[i] : NULL, i * 0.5, "eu", b,
+                               bucket_off[b] + i};
+        }
+        bucket_off[b] += 40;
+        fr_batch *batch = ik_batch(k.lake, rows, 40);
+        ik_batch_rows(batch, &expect);
+        fr_iceberg_commit *c;
+        IK_CHECK(fr_iceberg_commit_begin(t, &c, &err), err);
+        IK_CHECK(fr_iceberg_commit_add_rows(c, batch, &err), err);
+        fr_batch_free(batch);
+        fr_lake_offset off = {-1, b, bucket_off[b]};
+        IK_CHECK(fr_iceberg_commit_finish(c, &off, 1, &snaps[round], &err), err);
+        ik_rows got = {0};
+        IK_CHECK(ik_scan(t, -1, NULL, 0, NULL, &got, NULL, &err), err);
+        ik_rows_equal(&got, &expect);
+        ik_rows_free(&got);
+    }
+    /* The summary of the last snapshot: counters, and every bucket's offset. */
+    fr_lake_snapshot *cur;
+    IK_CHECK(fr_iceberg_current(t, &cur, &err), err);
+    assert_non_null(cur);
+    assert_int_equal(cur->snapshot_id, snaps[5]);
+    assert_int_equal(cur->parent_id, snaps[4]);
+    assert_int_equal(cur->sequence_number, 6);
+    assert_string_equal(cur->operation, "append");
+    assert_int_equal(cur->added_records, 40);
+    assert_int_equal(cur->total_records, 240);
+    assert_int_equal(cur->added_data_files, 1);
+    assert_int_equal(cur->total_data_files, 6);
+    assert_int_equal(cur->noffsets, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(cur->offsets[i].partition_id, -1);
+        assert_int_equal(cur->offsets[i].bucket, i);
+        assert_int_equal(cur->offsets[i].offset, bucket_off[i]);
+    }
+    fr_lake_snapshots_free(cur, 1);
+    fr_lake_snapshot *all;
+    int n;
+    IK_CHECK(fr_iceberg_snapshots(t, &all, &n, &err), err);
+    assert_int_equal(n, 6);
+    assert_int_equal(all[0].noffsets, 1);
+    assert_int_equal(all[2].noffsets, 3);
+    assert_int_equal(all[3].offsets[0].offset, 80);
+    for (int i = 0; i < 6; i++) assert_int_equal(all[i].snapshot_id, snaps[i]);
+    fr_lake_snapshots_free(all, n);
+    /* An old snapshot still reads its own rows only. */
+    ik_rows got = {0};
+    IK_CHECK(ik_scan(t, snaps[1], NULL, 0, NULL, &got, NULL, &err), err);
+    assert_int_equal(got.n, 80);
+    ik_rows_free(&got);
+    assert_int_equal(ik_scan(t, 12345, NULL, 0, NULL, &got, NULL, &err), FR_ENOTFOUND);
+    /* A projection returns the chosen columns in order. */
+    int cols[2] = {IK_OFFSET, IK_ID};
+    IK_CHECK(ik_scan(t, -1, cols, 2, NULL, &got, NULL, &err), err);
+    assert_int_equal(got.n, 240);
+    ik_rows_free(&got);
+    /* Another handle opened later sees the same newest snapshot. */
+    fr_iceberg_table *t2;
+    IK_CHECK(fr_iceberg_open(dir, NULL, &t2, &err), err);
+    IK_CHECK(ik_scan(t2, -1, NULL, 0, NULL, &got, NULL, &err), err);
+    ik_rows_equal(&got, &expect);
+    ik_rows_free(&got);
+    fr_iceberg_close(t2);
+    ik_rows_free(&expect);
+    fr_iceberg_close(t);
+    ik_table_free(&k);
+    ik_rmdir(dir);
+}
+
+static fr_expr *region_eq(fr_arena *a, const fr_schema *s, const char *region)
+{
+    fr_value lit = fr_value_str(fr_type_of(FR_T_STRING), region, strlen(region));
+    fr_expr *e = fr_expr_binary(a, FR_OP_EQ, fr_expr_column(a, "region"), fr_expr_literal(a, &lit));
+    fr_error err = {0};
+    IK_CHECK(fr_expr_bind(e, s, &err), err);
+    return e;
+}
+
+static void test_partitioned_and_pruning(void **state)
+{
+    (void)state;
+    char *dir = ik_tmpdir("ice_part");
+    ik_table k;
+    ik_table_init(&k, 1, 2000); /* small files: rolled often */
+    fr_error err = {0};
+    fr_iceberg_table *t;
+    IK_CHECK(fr_iceberg_open(dir, &k.spec, &t, &err), err);
+    static const char *regions[] = {"eu", "us", "apac", "latam"};
+    ik_rows expect = {0}, expect_us = {0};
+    for (int round = 0; round < 3; round++) {
+        fr_iceberg_commit *c;
+        IK_CHECK(fr_iceberg_commit_begin(t, &c, &err), err);
+        for (int part = 0; part < 4; part++) {
+            ik_row rows[200];
+            for (int i = 0; i < 200; i++) {
+                int64_t id = round * 10000 + part * 1000 + i;
+                rows[i] = (ik_row){id, "some name", (double)id, regions[(i + part) % 4], 0, id};
+            }
+            fr_batch *b = ik_batch(k.lake, rows, 200);
+            ik_batch_rows(b, &expect);
+            for (int i = 0; i < 200; i++)
+                if (strcmp(rows[i].region, "us") == 0) {
+                    fr_batch *one;
+                    IK_CHECK(fr_batch_slice(b, i, 1, &one, &err), err);
+                    ik_batch_rows(one, &expect_us);
+                    fr_batch_free(one);
+                }
+            IK_CHECK(fr_iceberg_commit_add_rows(c, b, &err), err);
+            fr_batch_free(b);
+        }
+        int64_t id;
+        fr_lake_offset off = {7, 0, (round + 1) * 800};
+        IK_CHECK(fr_iceberg_commit_finish(c, &off, 1, &id, &err), err);
+    }
+    ik_rows got = {0};
+    int64_t skipped = 0;
+    IK_CHECK(ik_scan(t, -1, NULL, 0, NULL, &got, &skipped, &err), err);
+    ik_rows_equal(&got, &expect);
+    assert_int_equal(skipped, 0);
+    ik_rows_free(&got);
+    /* region = 'us' reads only that partition's files: the rows it returns are all 'us'. */
+    fr_arena *a = fr_arena_new(4096);
+    fr_expr *e = region_eq(a, k.lake, "us");
+    IK_CHECK(ik_scan(t, -1, NULL, 0, e, &got, &skipped, &err), err);
+    ik_rows_equal(&got, &expect_us);
+    assert_true(skipped > 0);
+    ik_rows_free(&got);
+    /* A region no file holds reads nothing at all. */
+    e = region_eq(a, k.lake, "none");
+    IK_CHECK(ik_scan(t, -1, NULL, 0, e, &got, &skipped, &err), err);
+    assert_int_equal(got.n, 0);
+    ik_rows_free(&got);
+    /* Bounds prune on other columns too: id > max id skips every file. */
+    fr_value lit = fr_value_int(fr_type_of(FR_T_BIGINT), 1000000);
+    fr_expr *gt = fr_expr_binary(a, FR_OP_GT, fr_expr_column(a, "id"), fr_expr_literal(a, &lit));
+    IK_CHECK(fr_expr_bind(gt, k.lake, &err), err);
+    IK_CHECK(ik_scan(t, -1, NULL, 0, gt, &got, &skipped, &err), err);
+    assert_int_equal(got.n, 0);
+    fr_lake_snapshot *cur;
+    IK_CHECK(fr_iceberg_current(t, &cur, &err), err);
+    assert_int_equal(skipped, cur->total_data_files);
+    /* Small target sizes roll files: more files than partitions in each commit. */
+    assert_true(cur->added_data_files > 4);
+    assert_int_equal(cur->offsets[0].partition_id, 7);
+    assert_int_equal(cur->offsets[0].offset, 2400);
+    fr_lake_snapshots_free(cur, 1);
+    ik_rows_free(&got);
+    fr_arena_free(a);
+    ik_rows_free(&expect);
+    ik_rows_free(&expect_us);
+    fr_iceberg_close(t);
+    ik_table_free(&k);
+    ik_rmdir(dir);
+}
+
+/* The model of a PK table: the live row text of each id, by id. */
+#define PK_KEYS 60
+#define PK_BUCKETS 3
+
+static void model_rows(char model[PK_KEYS][96], ik_rows *out)
+{
+    for (int i = 0; i < PK_KEYS; i++)
+        if (model[i][0]) ik_rows_add(out, model[i]);
+}
+
+static void test_pk_upserts(void **state)
+{
+    (void)state;
+    unsigned seed = (unsigned)time(NULL);
+    const char *env = getenv("FIRTH_TEST_SEED");
+    if (env) seed = (unsigned)strtoul(env, NULL, 10);
+    printf("test_pk_upserts seed %u (FIRTH_TEST_SEED)\n", seed);
+    srand(seed);
+    char *dir = ik_tmpdir("ice_pk");
+    ik_table k;
+    ik_table_init(&k, 2, 0);
+    fr_error err = {0};
+    fr_iceberg_table *t;
+    IK_CHECK(fr_iceberg_open(dir, &k.spec, &t, &err), err);
+    const fr_schema *ds = fr_iceberg_delete_schema(t);
+    assert_non_null(ds);
+    assert_int_equal(fr_schema_num_fields(ds), 2);
+    assert_string_equal(fr_schema_field(ds, 0)->name, "id");
+    assert_string_equal(fr_schema_field(ds, 1)->name, FR_LAKE_COL_BUCKET);
+    static char model[PK_KEYS][96];
+    memset(model, 0, sizeof model);
+    int64_t offset = 0;
+    fr_buf text;
+    fr_buf_init(&text);
+    for (int round = 0; round < 12; round++) {
+        ik_row rows[PK_KEYS];
+        char names[PK_KEYS][24];
+        int64_t del_ids[PK_KEYS];
+        int32_t del_buckets[PK_KEYS];
+        int nrows = 0, ndel = 0;
+        bool touched[PK_KEYS] = {false};
+        int changes = 1 + rand() % 25;
+        for (int j = 0; j < changes; j++) {
+            int id = rand() % PK_KEYS;
+            if (touched[id]) continue; /* one final state per key and round */
+            touched[id] = true;
+            int bucket = id % PK_BUCKETS;
+            bool exists = model[id][0] != 0;
+            bool remove = exists && rand() % 4 == 0;
+            /* Every changed key's old row goes; an upsert adds its new row. */
+            if (exists || rand() % 2) {
+                del_ids[ndel] = id;
+                del_buckets[ndel++] = bucket;
+            }
+            if (remove) {
+                model[id][0] = 0;
+                continue;
+            }
+            snprintf(names[nrows], sizeof names[nrows], "r%d-k%d", round, id);
+            rows[nrows] = (ik_row){id, names[nrows], round + id / 10.0, "x", bucket, offset++};
+            fr_batch *one = ik_batch(k.lake, &rows[nrows], 1);
+            ik_row_text(one, 0, &text);
+            fr_batch_free(one);
+            snprintf(model[id], sizeof model[id], "%s", (const char *)text.data);
+            nrows++;
+        }
+        fr_iceberg_commit *c;
+        IK_CHECK(fr_iceberg_commit_begin(t, &c, &err), err);
+        if (ndel) {
+            fr_batch *d = ik_delete_batch(ds, del_ids, del_buckets, ndel);
+            IK_CHECK(fr_iceberg_commit_add_deletes(c, d, &err), err);
+            fr_batch_free(d);
+        }
+        if (nrows) {
+            fr_batch *b = ik_batch(k.lake, rows, nrows);
+            IK_CHECK(fr_iceberg_commit_add_rows(c, b, &err), err);
+            fr_batch_free(b);
+        }
+        int64_t id;
+        fr_lake_offset offs[PK_BUCKETS];
+        for (int b = 0; b < PK_BUCKETS; b++) offs[b] = (fr_lake_offset){-1, b, offset};
+        IK_CHECK(fr_iceberg_commit_finish(c, offs, PK_BUCKETS, &id, &err), err);
+        ik_rows got = {0}, want = {0};
+        IK_CHECK(ik_scan(t, -1, NULL, 0, NULL, &got, NULL, &err), err);
+        model_rows(model, &want);
+        ik_rows_equal(&got, &want);
+        ik_rows_free(&got);
+        ik_rows_free(&want);
+        fr_lake_snapshot *cur;
+        IK_CHECK(fr_iceberg_current(t, &cur, &err), err);
+        assert_int_equal(cur->added_deletes, ndel);
+        assert_int_equal(cur->added_records, nrows);
+        assert_string_equal(cur->operation, ndel == 0 ? "append" : nrows ? "overwrite" : "delete");
+        fr_lake_snapshots_free(cur, 1);
+    }
+    /* A scan of the key alone still applies the deletes. */
+    ik_rows got = {0};
+    int col = IK_NAME;
+    IK_CHECK(ik_scan(t, -1, &col, 1, NULL, &got, NULL, &err), err);
+    int live = 0;
+    for (int i = 0; i < PK_KEYS; i++) live += model[i][0] != 0;
+    assert_int_equal(got.n, live);
+    ik_rows_free(&got);
+    /* Deletes need a key: a log table refuses them. */
+    fr_buf_free(&text);
+    fr_iceberg_close(t);
+    ik_table_free(&k);
+    ik_rmdir(dir);
+}
+
+static void test_deletes_need_a_key(void **state)
+{
+    (void)state;
+    char *dir = ik_tmpdir("ice_nokey");
+    ik_table k;
+    ik_table_init(&k, 0, 0);
+    fr_error err = {0};
+    fr_iceberg_table *t;
+    IK_CHECK(fr_iceberg_open(dir, &k.spec, &t, &err), err);
+    fr_iceberg_commit *c;
+    IK_CHECK(fr_iceberg_commit_begin(t, &c, &err), err);
+    ik_row r = {1, "a", 1, "eu", 0, 0};
+    fr_batch *b = ik_batch(k.lake, &r, 1);
+    assert_int_equal(fr_iceberg_commit_add_deletes(c, b, &err), FR_EINVAL);
+    fr_iceberg_commit_abort(c);
+    fr_batch_free(b);
+    /* The aborted commit left no file behind. */
+    char data[1200];
+    snprintf(data, sizeof data, "%s/data", dir);
+    assert_int_equal(ik_count_files(data), 0);
+    fr_iceberg_close(t);
+    ik_table_free(&k);
+    ik_rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_create_and_reopen),
+        cmocka_unit_test(test_appends_and_offsets),
+        cmocka_unit_test(test_partitioned_and_pruning),
+        cmocka_unit_test(test_pk_upserts),
+        cmocka_unit_test(test_deletes_need_a_key),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
