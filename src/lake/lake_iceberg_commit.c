@@ -33,6 +33,7 @@ typedef struct ice_side {
 
 struct fr_iceberg_commit {
     fr_iceberg_table *t;
+    fr_ice_meta *meta;    /* a reference to the metadata the writers were set up from */
     fr_arena *arena;
     char uuid[37];
     int nfiles_named;
@@ -62,6 +63,7 @@ int fr_iceberg_commit_begin(fr_iceberg_table *t, fr_iceberg_commit **out, fr_err
     fr_iceberg_commit *c = fr_calloc(1, sizeof *c);
     if (!c) return fr_fail(err, FR_ENOMEM, "out of memory beginning a commit");
     c->t = t;
+    c->meta = fr_ice_meta_ref(t->meta);
     fr_buf_init(&c->key);
     int rc = 0;
     c->arena = fr_arena_new(64 << 10);
@@ -70,7 +72,7 @@ int fr_iceberg_commit_begin(fr_iceberg_table *t, fr_iceberg_commit **out, fr_err
         goto fail;
     }
     FR_GOTO(fr_ice_uuid(c->uuid, err));
-    FR_GOTO(side_init(&c->data, 0, t->meta->schema, t->meta->field_ids, t->meta->part_cols, err));
+    FR_GOTO(side_init(&c->data, 0, t->schema, c->meta->field_ids, c->meta->part_cols, err));
     FR_GOTO(side_init(&c->del, 2, t->del_schema, t->del_ids, t->del_part_pos, err));
     *out = c;
     return 0;
@@ -317,6 +319,7 @@ static void commit_free(fr_iceberg_commit *c, bool remove_files)
     fr_free(c->files);
     fr_buf_free(&c->key);
     fr_arena_free(c->arena);
+    fr_ice_meta_free(c->meta);
     fr_free(c);
 }
 
@@ -646,9 +649,7 @@ static int finish(fr_iceberg_commit *c, const fr_lake_offset *offsets, int noffs
         (void)fr_buf_printf(&path, NULL, "%s/v%lld.metadata.json%c", t->meta_dir,
                             (long long)version, 0);
         nm->file = (char *)fr_buf_steal(&path, NULL);
-        fr_ice_meta_free(t->meta);
-        t->meta = nm;
-        rc = fr_ice_table_derive(t, err);
+        rc = fr_ice_table_adopt(t, nm, err);
     }
     if (rc < 0) goto fail;
     if ((*crashed = crash_here(c, 4))) {

@@ -36,6 +36,7 @@ typedef struct fr_ice_snap {
 } fr_ice_snap;
 
 typedef struct fr_ice_meta {
+    int refs;            /* the table and its open scans each hold one */
     json_t *root;        /* the whole document (owned): commits copy and extend it */
     int64_t version;     /* N of vN.metadata.json */
     char *file;          /* the path it was read from (owned) */
@@ -58,7 +59,13 @@ typedef struct fr_ice_meta {
     int nsnaps;
 } fr_ice_meta;
 
+/* Drops one reference; the last frees m. */
 void fr_ice_meta_free(fr_ice_meta *m);
+static inline fr_ice_meta *fr_ice_meta_ref(fr_ice_meta *m)
+{
+    m->refs++;
+    return m;
+}
 /* Parses and checks a metadata document. name is used in messages. Errors: FR_ECORRUPT. */
 int fr_ice_meta_parse(const char *text, size_t len, const char *name, fr_ice_meta **out,
                       fr_error *err);
@@ -196,6 +203,7 @@ struct fr_iceberg_table {
     char *meta_dir;       /* dir/metadata */
     char *data_dir;       /* dir/data */
     fr_ice_meta *meta;    /* the newest metadata read */
+    fr_schema *schema;    /* the lake schema, fixed while the table is open */
     fr_type *part_types;  /* partition field types, names: the view manifests need */
     const char **part_names;
     fr_ice_part_spec ps;
@@ -209,8 +217,10 @@ struct fr_iceberg_table {
     int crash_after;      /* test hook */
 };
 
-/* Re-derives the table's views (partition spec, delete schema) after meta changed. */
-int fr_ice_table_derive(fr_iceberg_table *t, fr_error *err);
+/* Makes m (a reference the caller hands over) the table's metadata, after checking that its
+ * schema, partition spec and key are the ones the table was opened with (FR_EUNSUPPORTED
+ * otherwise; m is then dropped). */
+int fr_ice_table_adopt(fr_iceberg_table *t, fr_ice_meta *m, fr_error *err);
 /* The manifests of snapshot s (read from its manifest list; strings in arena). */
 int fr_ice_snap_manifests(const fr_ice_snap *s, fr_arena *arena, fr_ice_manifest **out,
                           int *n, fr_error *err);

@@ -489,6 +489,7 @@ int fr_ice_meta_parse(const char *text, size_t len, const char *name, fr_ice_met
         return fr_fail(err, FR_ENOMEM, "out of memory reading %s", name);
     }
     m->root = root;
+    m->refs = 1;
     m->current_id = -1;
     m->file = fr_strdup(name);
     int rc = m->file ? parse_root(m, root, err)
@@ -504,7 +505,7 @@ int fr_ice_meta_parse(const char *text, size_t len, const char *name, fr_ice_met
 
 void fr_ice_meta_free(fr_ice_meta *m)
 {
-    if (!m) return;
+    if (!m || --m->refs > 0) return;
     json_decref(m->root);
     fr_free(m->file);
     fr_schema_free(m->schema);

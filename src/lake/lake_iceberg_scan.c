@@ -21,6 +21,7 @@ typedef struct ice_plan_file {
 
 struct fr_iceberg_scan {
     fr_iceberg_table *t;
+    fr_ice_meta *meta;       /* a reference: commits on t may replace t->meta meanwhile */
     const fr_schema *schema; /* the lake schema */
     fr_arena *arena;
     int *cols;
@@ -71,7 +72,7 @@ static int lake_col_of_id(const fr_ice_meta *m, int32_t id)
 static bool file_may_match(fr_iceberg_scan *s, const fr_ice_file *f)
 {
     if (!s->filter) return true;
-    const fr_ice_meta *m = s->t->meta;
+    const fr_ice_meta *m = s->meta;
     int n = fr_schema_num_fields(m->schema);
     fr_column_stats *st = fr_calloc((size_t)n, sizeof *st);
     if (!st) return true;
@@ -137,7 +138,7 @@ static int add_plan(fr_iceberg_scan *s, const fr_ice_file *f, fr_error *err)
 static int load_delete_file(fr_iceberg_scan *s, const fr_ice_file *f, const uint8_t *pk,
                             size_t pklen, fr_error *err)
 {
-    const fr_ice_meta *m = s->t->meta;
+    const fr_ice_meta *m = s->meta;
     FR_CHECK(f->neq == m->nkey, FR_EUNSUPPORTED, err,
              "%s: equality deletes on other columns than the primary key", f->path);
     for (int i = 0; i < f->neq; i++)
@@ -246,7 +247,8 @@ int fr_iceberg_scan_open(fr_iceberg_table *t, int64_t snapshot_id, const int *co
     fr_iceberg_scan *s = fr_calloc(1, sizeof *s);
     FR_CHECK(s, FR_ENOMEM, err, "out of memory opening a scan");
     s->t = t;
-    s->schema = t->meta->schema;
+    s->meta = fr_ice_meta_ref(t->meta);
+    s->schema = s->meta->schema;
     s->filter = filter;
     fr_buf_init(&s->key);
     int rc = 0;
@@ -260,7 +262,7 @@ int fr_iceberg_scan_open(fr_iceberg_table *t, int64_t snapshot_id, const int *co
     }
     if (ncols) memcpy(s->cols, cols, (size_t)ncols * sizeof *cols);
     s->ncols = ncols;
-    const fr_ice_meta *m = t->meta;
+    const fr_ice_meta *m = s->meta;
     if (snapshot_id < 0) snapshot_id = m->current_id;
     if (snapshot_id >= 0) {
         const fr_ice_snap *snap = fr_ice_meta_snap(m, snapshot_id);
@@ -283,6 +285,7 @@ void fr_iceberg_scan_close(fr_iceberg_scan *s)
 {
     if (!s) return;
     fr_parquet_close(s->r);
+    fr_ice_meta_free(s->meta);
     for (int i = 0; i < s->nowned; i++) fr_free(s->owned[i]);
     fr_free(s->owned);
     fr_free(s->plan);
@@ -319,7 +322,7 @@ static int file_col(const fr_parquet_reader *r, const fr_ice_meta *m, int c)
 
 static int open_file(fr_iceberg_scan *s, const ice_plan_file *p, fr_error *err)
 {
-    const fr_ice_meta *m = s->t->meta;
+    const fr_ice_meta *m = s->meta;
     const char *path = fr_ice_local_path(p->f->path);
     FR_CHECK(path, FR_EUNSUPPORTED, err, "%s: not a local file", p->f->path);
     FR_TRY(fr_parquet_open(path, &s->r, err));
@@ -356,7 +359,7 @@ static int open_file(fr_iceberg_scan *s, const ice_plan_file *p, fr_error *err)
 static bool row_group_may_match(fr_iceberg_scan *s, int rg, fr_error *err)
 {
     if (!s->filter) return true;
-    const fr_ice_meta *m = s->t->meta;
+    const fr_ice_meta *m = s->meta;
     int n = fr_schema_num_fields(m->schema);
     const fr_schema *fs = fr_parquet_schema(s->r);
     int nf = fr_schema_num_fields(fs);
@@ -380,7 +383,7 @@ static bool row_group_may_match(fr_iceberg_scan *s, int rg, fr_error *err)
  * batch. */
 static int apply_deletes(fr_iceberg_scan *s, fr_batch *b, fr_batch **out, fr_error *err)
 {
-    const fr_ice_meta *m = s->t->meta;
+    const fr_ice_meta *m = s->meta;
     int64_t n = fr_batch_num_rows(b);
     uint8_t *keep = fr_malloc((size_t)(n + 7) / 8 + 1);
     FR_CHECK(keep, FR_ENOMEM, err, "out of memory applying deletes");

@@ -18,21 +18,26 @@ static void views_free(fr_iceberg_table *t)
     fr_free(t->part_types);
     fr_free(t->part_names);
     fr_schema_free(t->del_schema);
+    fr_schema_free(t->schema);
     fr_free(t->del_cols);
     fr_free(t->del_ids);
     fr_free(t->del_part_pos);
     t->part_types = NULL;
     t->part_names = NULL;
     t->del_schema = NULL;
+    t->schema = NULL;
     t->del_cols = NULL;
     t->del_ids = NULL;
     t->del_part_pos = NULL;
 }
 
-int fr_ice_table_derive(fr_iceberg_table *t, fr_error *err)
+/* Derives the views of the table's metadata that stay fixed while it is open. */
+static int derive(fr_iceberg_table *t, fr_error *err)
 {
     views_free(t);
     const fr_ice_meta *m = t->meta;
+    t->schema = fr_schema_clone(m->schema);
+    if (!t->schema) return fr_fail(err, FR_ENOMEM, "out of memory opening table %s", t->dir);
     int n = fr_schema_num_fields(m->schema);
     int np = m->npart;
     t->part_types = fr_calloc((size_t)(np ? np : 1), sizeof *t->part_types);
@@ -48,7 +53,7 @@ int fr_ice_table_derive(fr_iceberg_table *t, fr_error *err)
         goto done;
     }
     for (int i = 0; i < np; i++) {
-        const fr_field *f = fr_schema_field(m->schema, m->part_cols[i]);
+        const fr_field *f = fr_schema_field(t->schema, m->part_cols[i]);
         t->part_types[i] = f->type;
         t->part_names[i] = f->name;
     }
@@ -191,7 +196,7 @@ int fr_iceberg_open(const char *dir, const fr_lake_spec *spec, fr_iceberg_table 
         t->target_file_bytes = spec->target_file_bytes;
     }
     if (t->target_file_bytes <= 0) t->target_file_bytes = (int64_t)512 << 20;
-    FR_GOTO(fr_ice_table_derive(t, err));
+    FR_GOTO(derive(t, err));
     *out = t;
     return 0;
 fail:
@@ -199,25 +204,39 @@ fail:
     return rc;
 }
 
+int fr_ice_table_adopt(fr_iceberg_table *t, fr_ice_meta *m, fr_error *err)
+{
+    const fr_ice_meta *o = t->meta;
+    bool same = fr_schema_equal(m->schema, t->schema) && m->npart == o->npart &&
+                m->nkey == o->nkey &&
+                fr_schema_num_fields(m->schema) == fr_schema_num_fields(t->schema);
+    for (int i = 0; same && i < fr_schema_num_fields(m->schema); i++)
+        same = m->field_ids[i] == o->field_ids[i];
+    for (int i = 0; same && i < m->npart; i++)
+        same = m->part_cols[i] == o->part_cols[i] && m->part_ids[i] == o->part_ids[i];
+    for (int i = 0; same && i < m->nkey; i++) same = m->key_cols[i] == o->key_cols[i];
+    if (!same) {
+        fr_ice_meta_free(m);
+        return fr_fail(err, FR_EUNSUPPORTED,
+                       "table %s: its schema, partition spec or key changed while open; reopen it",
+                       t->dir);
+    }
+    /* The views point into the old metadata (partition ids): move them to the new one. */
+    t->ps.field_ids = m->part_ids;
+    fr_ice_meta_free(t->meta);
+    t->meta = m;
+    return 0;
+}
+
 int fr_iceberg_refresh(fr_iceberg_table *t, fr_error *err)
 {
     fr_ice_meta *m = NULL;
     FR_TRY(fr_ice_read_newest(t->meta_dir, &m, err));
     if (!m) return fr_fail(err, FR_ENOTFOUND, "table %s: its metadata disappeared", t->dir);
-    fr_ice_meta *old = t->meta;
-    t->meta = m;
-    int rc = fr_ice_table_derive(t, err);
-    if (rc < 0) {
-        t->meta = old;
-        fr_ice_meta_free(m);
-        (void)fr_ice_table_derive(t, NULL);
-        return rc;
-    }
-    fr_ice_meta_free(old);
-    return 0;
+    return fr_ice_table_adopt(t, m, err);
 }
 
-const fr_schema *fr_iceberg_schema(const fr_iceberg_table *t) { return t->meta->schema; }
+const fr_schema *fr_iceberg_schema(const fr_iceberg_table *t) { return t->schema; }
 
 const fr_schema *fr_iceberg_delete_schema(const fr_iceberg_table *t) { return t->del_schema; }
 
