@@ -297,6 +297,7 @@ int fr_engine_open(const fr_engine_options *opts, fr_engine **out, fr_error *err
     if (fr_engine_auto_partition_pass(e, fr_now_ms(), &rerr) < 0)
         FR_WARN("auto-partitioning at open: %s", rerr.msg);
     FR_GOTO(start_retention(e, err));
+    FR_GOTO(fr_tier_pool_start(e, err));
     *out = e;
     return FR_OK;
 fail:
@@ -307,6 +308,7 @@ fail:
 void fr_engine_close(fr_engine *e)
 {
     if (!e) return;
+    fr_tier_pool_stop(e); /* rounds in progress give up: the next open resumes them */
     if (e->retention_running) {
         pthread_mutex_lock(&e->stop_mu);
         e->stopping = true;
@@ -717,10 +719,12 @@ static int part_retention(fr_table *t, fr_tpart *p, int64_t now_ms, int *removed
         fr_error e2 = {0};
         int r = fr_tpart_log(t, p, b, true, &log, &e2);
         int n = 0;
+        /* A lake-enabled table keeps every segment that holds an untiered record. */
+        int64_t clock = r == FR_OK && log ? fr_lake_retention_clock(t, p, b, log, now_ms) : now_ms;
         if (r == FR_OK && log && t->conf.npk > 0)
-            r = pk_bucket_retention(t, p, b, log, now_ms, &n, &e2);
+            r = pk_bucket_retention(t, p, b, log, clock, &n, &e2);
         else if (r == FR_OK && log)
-            r = fr_log_enforce_retention(log, now_ms, &n, &e2);
+            r = fr_log_enforce_retention(log, clock, &n, &e2);
         *removed += n;
         if (r < 0 && rc == FR_OK) { /* keep going: one bad bucket must not stop the rest */
             rc = r;

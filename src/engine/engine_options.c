@@ -21,7 +21,8 @@
         "table.auto-partition.enabled, table.auto-partition.key, "                            \
         "table.auto-partition.time-unit, table.auto-partition.time-format, "                  \
         "table.auto-partition.time-zone, table.auto-partition.num-precreate, "                \
-        "table.auto-partition.num-retention"
+        "table.auto-partition.num-retention, table.datalake.enabled, "                       \
+        "table.datalake.format, table.datalake.freshness"
 #define FR_DEFAULT_TTL_MS (7LL * 24 * 3600 * 1000)
 
 int fr_name_normalize(const char *what, const char *name, char *out, fr_error *err)
@@ -171,6 +172,8 @@ static int parse_one(const fr_schema *schema, const char *key, const char *value
     }
     int rc = fr_pkopt_parse(schema, key, value, c, norm, err);
     if (rc != 1) return rc;
+    rc = fr_lake_opt_parse(key, value, c, norm, err);
+    if (rc != 1) return rc;
     if (strncmp(key, "table.", 6) == 0 || strncmp(key, "bucket.", 7) == 0)
         return fr_fail(err, FR_EINVAL, "unknown table option '%.128s'; the options firth "
                        "knows are " OPT_KNOWN_LIST, key);
@@ -228,6 +231,7 @@ int fr_table_conf_parse(const fr_schema *schema, const fr_table_keys *keys,
         FR_GOTO(conf_add(out, key, norm.len > 1 ? (const char *)norm.data : value, err));
     }
     FR_GOTO(fr_pkopt_finish(schema, out, err));
+    FR_GOTO(fr_lake_opt_finish(schema, out, err));
     fr_buf_free(&norm);
     return FR_OK;
 fail:

@@ -68,6 +68,11 @@ int fr_table_create_obj(int64_t id, const char *db, const char *name, int64_t cr
         return fr_fail(err, FR_ENOMEM, "out of memory creating table %s.%s", db, name);
     }
     snprintf(t->qname, qn, "%s.%s", db, name);
+    rc = fr_table_lake_init(t, data_dir, eo->lake_warehouse, err);
+    if (rc < 0) {
+        fr_table_release(t);
+        return rc;
+    }
     *out = t;
     return FR_OK;
 }
@@ -79,6 +84,7 @@ void fr_table_retain(fr_table *t)
 
 static void table_destroy(fr_table *t)
 {
+    fr_table_lake_free(t);
     fr_table_parts_clear(t);
     for (int b = 0; t->kvs && b < t->conf.nbuckets; b++) /* a KV store uses its log */
         if (t->kvs[b]) fr_kv_close(t->kvs[b]);
