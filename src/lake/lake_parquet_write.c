@@ -1040,14 +1040,27 @@ fail:
     return rc;
 }
 
+/* Rows to encode before the row-group size is checked again: what fits the room left in the
+ * row group at the bytes per row seen so far, within [64, PQ_SLICE_ROWS]. */
+static int64_t slice_rows(const fr_parquet_writer *w)
+{
+    int64_t done = w->rows + w->rg_rows;
+    if (done == 0) return 1024;
+    int64_t per_row = (w->bytes_done + buffered_bytes(w)) / done + 1;
+    int64_t room = w->opts.row_group_bytes - buffered_bytes(w);
+    int64_t n = room / per_row + 1;
+    return n < 64 ? 64 : n > PQ_SLICE_ROWS ? PQ_SLICE_ROWS : n;
+}
+
 int fr_parquet_writer_write(fr_parquet_writer *w, const fr_batch *b, fr_error *err)
 {
     FR_CHECK(!w->failed, FR_ESTATE, err, "%s: the writer failed before; abort it", w->path);
     FR_CHECK(fr_schema_equal(fr_batch_schema(b), w->schema), FR_EINVAL, err,
              "%s: the batch's schema differs from the file's", w->path);
     int64_t rows = fr_batch_num_rows(b);
-    for (int64_t r0 = 0; r0 < rows; r0 += PQ_SLICE_ROWS) {
-        int64_t r1 = r0 + PQ_SLICE_ROWS < rows ? r0 + PQ_SLICE_ROWS : rows;
+    for (int64_t r0 = 0, r1; r0 < rows; r0 = r1) {
+        r1 = r0 + slice_rows(w);
+        if (r1 > rows) r1 = rows;
         for (int i = 0; i < w->ncols; i++) {
             const fr_column *c = fr_batch_column(b, i);
             int rc = add_rows(w, &w->cols[i], c, r0, r1, err);
