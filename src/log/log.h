@@ -69,6 +69,10 @@ typedef struct fr_rb_view {
  * mismatch, with the byte position; FR_ERANGE (not corrupt) when n is shorter than the
  * batch's declared length, so that a caller can tell a torn tail from a bad batch. */
 int fr_rb_decode(const uint8_t *p, size_t n, fr_rb_view *out, fr_error *err);
+/* Decodes and checks a batch's header and the layout of its sections (lengths, limits,
+ * magic, attributes, counts) without reading the sections or checking the CRC: for bytes
+ * that were checked when they were appended or recovered. The same errors as fr_rb_decode. */
+int fr_rb_parse_header(const uint8_t *p, size_t n, fr_rb_view *out, fr_error *err);
 /* Decodes the statistics block into stats[ncols] (one per column of schema, which must be
  * the schema the batch was written with; string values point into the batch). FR_ENOTFOUND
  * when the batch carries no statistics (then nothing may be pruned); FR_ECORRUPT when the

@@ -44,10 +44,7 @@ enum {
 /* Statistics flags of one column. */
 #define FR_RB_STAT_HAS_MINMAX 0x01u
 
-/* Decodes and checks a batch's header and the layout of its sections (lengths, limits,
- * magic, attributes, counts) without reading the sections or checking the CRC: for bytes
- * that were checked when they were appended or recovered. The same errors as fr_rb_decode. */
-int fr_rb_parse_header(const uint8_t *p, size_t n, fr_rb_view *out, fr_error *err);
+/* fr_rb_parse_header is declared in log.h. */
 
 /* ---- segments --------------------------------------------------------------------------- */
 

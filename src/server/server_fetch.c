@@ -140,9 +140,39 @@ static int add_batch(const fr_rb_view *v, const uint8_t *p, const bucket_read *b
  * one read of the log up to the budget is enough (batches go as stored); with one, the log
  * is read on, a budget's worth of stored bytes at a time, until the projected batches fill
  * the budget, the log ends, or FETCH_SCAN_BYTES_MAX stored bytes were read. */
+/* read_bucket without a projection or a filter: the stored batches go as they are, read
+ * straight into out (no copy in between); the log already checked them whole when they
+ * were appended or recovered, so only their headers are read here, for the counts. */
+static int read_bucket_whole(fr_log *log, int64_t offset, const bucket_read *br, fr_buf *out,
+                             int64_t *next, int64_t *records, fr_error *err)
+{
+    size_t before = out->len;
+    FR_TRY(fr_log_read_raw(log, offset, br->budget > 0 ? br->budget : 1, out, err));
+    for (size_t pos = before; pos < out->len;) {
+        fr_rb_view v;
+        FR_TRY(fr_rb_parse_header(out->data + pos, out->len - pos, &v, err));
+        /* The log gives at least one batch; past the budget it waits for the next fetch,
+         * unless this is the fetch's first batch (which always goes, so that a batch larger
+         * than the budget still gets through). */
+        if ((int64_t)(pos + (size_t)v.length) > br->budget && !(pos == 0 && br->first_free)) {
+            out->len = pos;
+            break;
+        }
+        pos += (size_t)v.length;
+        *next = v.base_offset + v.record_count;
+        *records += v.record_count;
+    }
+    return FR_OK;
+}
+
 static int read_bucket(fr_log *log, int64_t offset, const bucket_read *br, fr_buf *out,
                        int64_t *next, int64_t *records, fr_error *err)
 {
+    if (!br->cols && !br->filter) {
+        *next = offset;
+        *records = 0;
+        return read_bucket_whole(log, offset, br, out, next, records, err);
+    }
     fr_buf raw;
     fr_buf_init(&raw);
     *next = offset;
@@ -161,7 +191,7 @@ static int read_bucket(fr_log *log, int64_t offset, const bucket_read *br, fr_bu
         size_t pos = 0;
         while (rc == FR_OK && !full && pos < raw.len) {
             fr_rb_view v;
-            rc = fr_rb_decode(raw.data + pos, raw.len - pos, &v, err);
+            rc = fr_rb_parse_header(raw.data + pos, raw.len - pos, &v, err);
             if (rc < 0) break;
             const uint8_t *p = raw.data + pos;
             pos += (size_t)v.length;
