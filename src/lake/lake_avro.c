@@ -705,9 +705,12 @@ static int in_open(avro_in *in, const uint8_t *p, size_t n, const char *name,
         in->r = NULL;
         return avro_err(err, FR_ECORRUPT, "bad Avro container", name);
     }
-    FR_CHECK(avro_schema_equal(avro_file_reader_get_writer_schema(in->r), in->expect),
-             FR_ECORRUPT, err, "%s: the Avro schema is not the one firth writes for this file",
-             name);
+    /* libavro hands out a new reference to the writer's schema. */
+    avro_schema_t ws = avro_file_reader_get_writer_schema(in->r);
+    bool same = ws && avro_schema_equal(ws, in->expect);
+    if (ws) avro_schema_decref(ws);
+    FR_CHECK(same, FR_ECORRUPT, err,
+             "%s: the Avro schema is not the one firth writes for this file", name);
     in->iface = avro_generic_class_from_schema(in->expect);
     if (!in->iface) return avro_err(err, FR_ENOMEM, "Avro class", name);
     if (avro_generic_value_new(in->iface, &in->rec) != 0)
@@ -886,7 +889,7 @@ static int read_partition(avro_value_t *part, const fr_ice_part_spec *ps, fr_are
             }
             uint8_t *c = fr_arena_alloc(arena, n ? n : 1);
             FR_CHECK(c, FR_ENOMEM, err, "out of memory reading %s", name);
-            memcpy(c, b, n);
+            if (n) memcpy(c, b, n);
             vals[i] = fr_value_str(t, c, n);
             break;
         }
@@ -895,7 +898,8 @@ static int read_partition(avro_value_t *part, const fr_ice_part_spec *ps, fr_are
             size_t n;
             fr_value v;
             RD(avro_value_get_fixed(&br, &b, &n));
-            FR_TRY(fr_ice_bound_decode(b, n, &t, &v, err));
+            FR_CHECK(fr_ice_bound_decode(b, n, &t, &v, NULL) == 0, FR_ECORRUPT, err,
+                     "%s: a partition decimal of %zu bytes", name, n);
             FR_CHECK(fr_decimal_fits(v.v.d, t.precision), FR_ECORRUPT, err,
                      "%s: partition decimal out of range", name);
             vals[i] = v;
@@ -970,7 +974,7 @@ static int read_maps(avro_value_t *df, fr_ice_file *f, fr_arena *arena, const ch
                 FR_CHECK(n <= INT32_MAX, FR_ECORRUPT, err, "%s: a huge bound", name);
                 uint8_t *c = fr_arena_alloc(arena, n ? n : 1);
                 FR_CHECK(c, FR_ENOMEM, err, "out of memory reading %s", name);
-                memcpy(c, b, n);
+                if (n) memcpy(c, b, n);
                 if (k == 3) s->lower = c, s->lower_len = (int32_t)n;
                 else s->upper = c, s->upper_len = (int32_t)n;
             }

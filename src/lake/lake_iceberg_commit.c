@@ -117,7 +117,7 @@ static int copy_value(fr_arena *a, const fr_value *v, fr_value *out, fr_error *e
     if (!v->is_null && (fr_type_is_string(v->type.id) || v->type.id == FR_T_BYTES)) {
         uint8_t *p = fr_arena_alloc(a, v->v.s.len ? v->v.s.len : 1);
         if (!p) return fr_fail(err, FR_ENOMEM, "out of memory in a commit");
-        memcpy(p, v->v.s.ptr, v->v.s.len);
+        if (v->v.s.len) memcpy(p, v->v.s.ptr, v->v.s.len);
         out->v.s.ptr = p;
     }
     return 0;
@@ -160,7 +160,7 @@ static int describe_file(fr_iceberg_commit *c, const ice_side *s, const ice_writ
                 rc = fr_fail(err, FR_ENOMEM, "out of memory in a commit");
                 goto fail;
             }
-            memcpy(p, b.data, b.len);
+            if (b.len) memcpy(p, b.data, b.len);
             if (k) o->upper = p, o->upper_len = (int32_t)b.len;
             else o->lower = p, o->lower_len = (int32_t)b.len;
         }

@@ -112,7 +112,7 @@ static int part_key(fr_iceberg_scan *s, const fr_ice_file *f, const uint8_t **ou
     FR_TRY(fr_ice_part_key(f->part, f->npart, &s->key, err));
     uint8_t *p = fr_arena_alloc(s->arena, s->key.len ? s->key.len : 1);
     FR_CHECK(p, FR_ENOMEM, err, "out of memory planning a scan");
-    memcpy(p, s->key.data, s->key.len);
+    if (s->key.len) memcpy(p, s->key.data, s->key.len);
     *out = p;
     *len = s->key.len;
     return 0;

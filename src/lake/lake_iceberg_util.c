@@ -300,13 +300,15 @@ static int map_grow(fr_ice_map *m, fr_error *err)
 int fr_ice_map_put(fr_ice_map *m, const void *key, size_t len, int64_t init, int64_t **slot,
                    fr_error *err)
 {
+    static const uint8_t empty[1];
+    if (!key) key = empty; /* an empty fr_buf has no data */
     if ((m->count + 1) * 4 > m->cap * 3) FR_TRY(map_grow(m, err));
     uint32_t h = fr_murmur3_32(key, len, 0x1ce);
     ice_slot *s = map_find(m->slots, m->cap, key, len, h);
     if (!s->key) {
         uint8_t *k = fr_arena_alloc(m->arena, len ? len : 1);
         if (!k) return fr_fail(err, FR_ENOMEM, "out of memory in a key map");
-        memcpy(k, key, len);
+        if (len) memcpy(k, key, len);
         s->key = k;
         s->len = len;
         s->hash = h;
@@ -319,6 +321,8 @@ int fr_ice_map_put(fr_ice_map *m, const void *key, size_t len, int64_t init, int
 
 int64_t *fr_ice_map_get(const fr_ice_map *m, const void *key, size_t len)
 {
+    static const uint8_t empty[1];
+    if (!key) key = empty;
     uint32_t h = fr_murmur3_32(key, len, 0x1ce);
     ice_slot *s = map_find(m->slots, m->cap, key, len, h);
     return s->key ? &s->value : NULL;
