@@ -312,14 +312,18 @@ static void dispatch(srv_conn *c, const fr_rpc_frame *f)
 }
 
 /* Whether the connection may start another request now: its own limits, and the bytes of
- * every connection's requests in flight. */
+ * every connection's requests in flight. A connection with nothing in flight always gets
+ * one request through, whatever the others hold: otherwise a few requests that cannot
+ * finish (a client that does not read a large streamed result) would stop every
+ * connection, new ones included. The bytes past the limit are then at most one frame per
+ * connection. */
 static bool may_take(srv_conn *c)
 {
     fr_server *s = c->srv;
     if (c->inflight >= s->opts.inflight_max ||
         c->write_queued > (size_t)s->opts.write_buffer_bytes_max)
         return false;
-    if (s->inflight_bytes >= s->opts.inflight_bytes_max) {
+    if (c->inflight > 0 && s->inflight_bytes >= s->opts.inflight_bytes_max) {
         s->bytes_paused = true; /* srv_conn_pump_all when they fall */
         return false;
     }

@@ -492,8 +492,9 @@ static void test_shutdown_pending(void **state)
     kit_server_stop(&k);
 }
 
-/* Request bytes in flight over all connections: past server.inflight.bytes.max no other
- * connection's request starts until the big one is done. */
+/* Request bytes in flight over all connections: past server.inflight.bytes.max a connection
+ * that has requests in flight starts no more until the bytes fall, while a connection with
+ * nothing in flight still gets one through. */
 static void test_inflight_bytes(void **state)
 {
     (void)state;
@@ -526,24 +527,101 @@ static void test_inflight_bytes(void **state)
     req.max_wait_ms = 400;
     req.min_bytes = 1;
     int64_t t0 = fr_monotonic_ns();
-    kit_send(&a, FR_RPC_FETCH_LOG, &req.base);
+    int32_t fetch_id = kit_send(&a, FR_RPC_FETCH_LOG, &req.base);
     usleep(100000);
+    /* Behind it on the same connection: waits for the bytes to fall. */
     Firth__ListDatabasesRequest ld = FIRTH__LIST_DATABASES_REQUEST__INIT;
+    int32_t list_id = kit_send(&a, FR_RPC_LIST_DATABASES, &ld.base);
+    /* Another connection, nothing in flight: answered at once. */
     fr_rpc_free(kit_call(&b, FR_RPC_LIST_DATABASES, &ld.base));
-    int64_t waited = (fr_monotonic_ns() - t0) / 1000000;
-    print_message("a request behind 1.5 MB in flight (limit 1 MB) was answered after %lld ms\n",
-                  (long long)waited);
-    assert_true(waited >= 300);
+    int64_t other = (fr_monotonic_ns() - t0) / 1000000;
     fr_rpc_frame f;
     assert_int_equal(kit_next_frame(&a, &f, 5000), 1);
+    assert_int_equal(f.request_id, fetch_id);
     assert_int_equal(f.result, FR_RPC_SUCCESS);
-    /* Below the limit again: requests run at once. */
-    t0 = fr_monotonic_ns();
-    fr_rpc_free(kit_call(&b, FR_RPC_LIST_DATABASES, &ld.base));
-    assert_true((fr_monotonic_ns() - t0) / 1000000 < 300);
+    assert_int_equal(kit_next_frame(&a, &f, 5000), 1);
+    assert_int_equal(f.request_id, list_id);
+    int64_t behind = (fr_monotonic_ns() - t0) / 1000000;
+    print_message("with 1.5 MB in flight (limit 1 MB): another connection's request answered "
+                  "after %lld ms, the same connection's after %lld ms\n", (long long)other,
+                  (long long)behind);
+    assert_true(other < 300);
+    assert_true(behind >= 300);
     fr_free(filter);
     kit_close(&a);
     kit_close(&b);
+    kit_server_stop(&k);
+}
+
+/* A connection whose receive window is tiny and that never reads. */
+static kit_conn non_reader_connect(const char *addr)
+{
+    char host[256];
+    int port = 0;
+    fr_error err = {0};
+    KIT_CHECK(fr_server_parse_address(addr, host, sizeof host, &port, &err), err);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    int small = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    assert_int_equal(inet_pton(AF_INET, host, &sa.sin_addr), 1);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
+        fail_msg("connect %s: %s", addr, strerror(errno));
+    kit_conn c = {.fd = fd, .next_id = 1};
+    KIT_CHECK(fr_rpc_reader_new(FR_RPC_RESPONSE, FR_RPC_FRAME_BYTES_MAX_DEFAULT, &c.r, &err),
+              err);
+    return c;
+}
+
+/* Regression: a client that sends a 1.2 MB statement (a SELECT and a long comment) whose
+ * large result it never reads keeps its request in flight for ever, above
+ * server.inflight.bytes.max (1 MB). The server stopped reading every connection then, new
+ * ones included; a connection with nothing in flight must still be served. */
+static void test_inflight_bytes_stuck(void **state)
+{
+    (void)state;
+    kit_server k;
+    kit_server_options(&k, "server-bytes-stuck");
+    fr_error err = {0};
+    KIT_CHECK(fr_server_options_set(&k.opts, "server.inflight.bytes.max", "1mb", &err), err);
+    kit_server_start(&k);
+    const char *addr = fr_server_address(k.srv);
+    kit_conn c = kit_connect(addr);
+    fill_big(&c, 10, 10000); /* about 10 MB: more than the socket buffers hold */
+    size_t n = (size_t)12 << 17; /* 1.5 MiB */
+    char *sql = fr_malloc(n + 1);
+    memset(sql, 'x', n);
+    const char *head = "SELECT * FROM big -- ";
+    memcpy(sql, head, strlen(head));
+    sql[n] = '\0';
+    kit_conn stuck = non_reader_connect(addr);
+    Firth__ExecuteSqlRequest req = FIRTH__EXECUTE_SQL_REQUEST__INIT;
+    req.sql = sql;
+    kit_send(&stuck, FR_RPC_EXECUTE_SQL, &req.base);
+    usleep(500000); /* its statement runs, fills the socket and waits */
+    for (int i = 0; i < 2; i++) {
+        /* A new connection, and the old one with nothing in flight: both served. */
+        kit_conn fresh = kit_connect(addr);
+        kit_conn *who[2] = {&fresh, &c};
+        for (int w = 0; w < 2; w++) {
+            Firth__ListDatabasesRequest ld = FIRTH__LIST_DATABASES_REQUEST__INIT;
+            int64_t t0 = fr_monotonic_ns();
+            kit_send(who[w], FR_RPC_LIST_DATABASES, &ld.base);
+            fr_rpc_frame f;
+            if (kit_next_frame(who[w], &f, 10000) != 1)
+                fail_msg("a %s connection got no answer in 10 s while another holds 1.5 MB of "
+                         "requests in flight (limit 1 MB)", w == 0 ? "new" : "idle");
+            assert_int_equal(f.result, FR_RPC_SUCCESS);
+            print_message("%s connection answered in %lld ms\n", w == 0 ? "a new" : "an idle",
+                          (long long)((fr_monotonic_ns() - t0) / 1000000));
+        }
+        kit_sql(&fresh, "SELECT id FROM big WHERE id = 7");
+        kit_close(&fresh);
+    }
+    kit_close(&stuck);
+    fr_free(sql);
+    kit_close(&c);
     kit_server_stop(&k);
 }
 
@@ -554,6 +632,7 @@ int main(void)
         cmocka_unit_test(test_connection_limit),
         cmocka_unit_test(test_inflight_limit),
         cmocka_unit_test(test_inflight_bytes),
+        cmocka_unit_test(test_inflight_bytes_stuck),
         cmocka_unit_test(test_slow_consumer),
         cmocka_unit_test(test_sql_parts),
         cmocka_unit_test(test_shutdown),
