@@ -690,14 +690,29 @@ static int in_open(avro_in *in, const uint8_t *p, size_t n, const char *name,
     FR_CHECK(!codec || (len == 7 && memcmp(codec, "deflate", 7) == 0) ||
                  (len == 4 && memcmp(codec, "null", 4) == 0),
              FR_ECORRUPT, err, "%s: unsupported Avro codec", name);
-    FR_CHECK(hdr_get(&h, "avro.schema", &len), FR_ECORRUPT, err, "%s: no Avro schema", name);
+    const uint8_t *wschema = hdr_get(&h, "avro.schema", &len);
+    FR_CHECK(wschema, FR_ECORRUPT, err, "%s: no Avro schema", name);
+    /* The writer's schema must be the expected one before libavro reads the header: its
+     * reader leaks on some malformed headers, and a known schema bounds what it decodes. */
+    avro_schema_t ws = NULL;
+    FR_CHECK(avro_schema_from_json_length((const char *)wschema, len, &ws) == 0, FR_ECORRUPT,
+             err, "%s: bad Avro schema: %s", name, avro_strerror());
+    avro_schema_t expect = NULL;
+    if (avro_schema_from_json_length(schema, strlen(schema), &expect) != 0) {
+        avro_schema_decref(ws);
+        return fr_fail(err, FR_EINVAL, "bad Avro schema: %s", avro_strerror());
+    }
+    bool same = avro_schema_equal(ws, expect);
+    avro_schema_decref(ws);
+    in->expect = expect;
+    FR_CHECK(same, FR_ECORRUPT, err,
+             "%s: the Avro schema is not the one firth writes for this file", name);
     if (content) {
         const uint8_t *c = hdr_get(&h, "content", &len);
         FR_CHECK(c && len == strlen(content) && memcmp(c, content, len) == 0, FR_ECORRUPT, err,
                  "%s: manifest content is not \"%s\"", name, content);
     }
     FR_TRY(check_blocks(p, n, &h, name, err));
-    FR_TRY(parse_schema(schema, strlen(schema), &in->expect, err));
     /* fmemopen reads the caller's bytes in place; libavro never writes through it. */
     FILE *fp = fmemopen((void *)p, n, "rb");
     if (!fp) return fr_fail_errno(err, errno, "fmemopen for %s", name);
@@ -706,10 +721,10 @@ static int in_open(avro_in *in, const uint8_t *p, size_t n, const char *name,
         return avro_err(err, FR_ECORRUPT, "bad Avro container", name);
     }
     /* libavro hands out a new reference to the writer's schema. */
-    avro_schema_t ws = avro_file_reader_get_writer_schema(in->r);
-    bool same = ws && avro_schema_equal(ws, in->expect);
-    if (ws) avro_schema_decref(ws);
-    FR_CHECK(same, FR_ECORRUPT, err,
+    avro_schema_t rs = avro_file_reader_get_writer_schema(in->r);
+    bool equal = rs && avro_schema_equal(rs, in->expect);
+    if (rs) avro_schema_decref(rs);
+    FR_CHECK(equal, FR_ECORRUPT, err,
              "%s: the Avro schema is not the one firth writes for this file", name);
     in->iface = avro_generic_class_from_schema(in->expect);
     if (!in->iface) return avro_err(err, FR_ENOMEM, "Avro class", name);

@@ -190,9 +190,10 @@ static int plan(fr_iceberg_scan *s, const fr_ice_snap *snap, fr_error *err)
     fr_iceberg_table *t = s->t;
     fr_ice_manifest *mans = NULL;
     int nm = 0, rc = 0;
+    fr_ice_map *parts = NULL; /* partitions with planned data files */
     FR_TRY(fr_ice_snap_manifests(snap, s->arena, &mans, &nm, err));
     FR_GOTO(own(s, mans, err));
-    fr_ice_map *parts = fr_ice_map_new(); /* partitions with planned data files */
+    parts = fr_ice_map_new();
     if (!parts) {
         rc = fr_fail(err, FR_ENOMEM, "out of memory planning a scan");
         goto fail;

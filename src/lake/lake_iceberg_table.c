@@ -112,9 +112,21 @@ static int check_same(const fr_ice_meta *m, const fr_lake_spec *spec, const char
                       fr_error *err)
 {
     int n = fr_schema_num_fields(spec->schema);
-    if (!fr_schema_equal(m->schema, spec->schema) || fr_schema_num_fields(m->schema) != n)
-        return fr_fail(err, FR_EINVAL,
-                       "lake table %s: its schema differs from the table's lake schema", dir);
+    FR_CHECK(fr_schema_num_fields(m->schema) == n, FR_EINVAL, err,
+             "lake table %s has %d columns, the table's lake schema %d", dir,
+             fr_schema_num_fields(m->schema), n);
+    for (int i = 0; i < n; i++) {
+        const fr_field *a = fr_schema_field(m->schema, i), *b = fr_schema_field(spec->schema, i);
+        char ta[64], tb[64];
+        fr_type_format(&a->type, true, ta, sizeof ta);
+        fr_type_format(&b->type, true, tb, sizeof tb);
+        FR_CHECK(strcmp(a->name, b->name) == 0 && fr_type_equal(&a->type, &b->type) &&
+                     a->type.nullable == b->type.nullable,
+                 FR_EINVAL, err, "lake table %s: column %d is %s %s, the table's lake schema has %s %s",
+                 dir, i + 1, a->name, ta, b->name, tb);
+    }
+    FR_CHECK(fr_schema_equal(m->schema, spec->schema), FR_EINVAL, err,
+             "lake table %s: its schema differs from the table's lake schema", dir);
     for (int i = 0; i < n; i++)
         FR_CHECK(m->field_ids[i] == spec->field_ids[i], FR_EINVAL, err,
                  "lake table %s: column %s has field id %d, not %d", dir,
@@ -335,6 +347,9 @@ static int mark_referenced(fr_iceberg_table *t, fr_ice_map *keep, fr_error *err)
         for (int j = 0; j < nm && rc == 0; j++) {
             fr_ice_file *files = NULL;
             int nf = 0;
+            /* Manifests carry over from snapshot to snapshot: read each once. */
+            const char *b = base_name(mans[j].path);
+            if (fr_ice_map_get(keep, b, strlen(b))) continue;
             rc = mark(keep, mans[j].path, err);
             if (rc == 0)
                 rc = fr_avro_load_manifest(mans[j].path, &t->ps, &mans[j], arena, &files, &nf, err);
