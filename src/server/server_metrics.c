@@ -1,7 +1,8 @@
 /* server_metrics.c — the server's counters and their Prometheus text exposition (format
  * 0.0.4): requests, errors and latency per api, bytes in and out, connections, parked
  * fetches, per-table append and fetch counters, and, read from the engine at scrape time,
- * every bucket's log offsets and size and every open KV store's size.
+ * every bucket's log offsets and size, every open KV store's size, and the tiering lag of
+ * every lake-enabled table.
  *
  * Every counter is an atomic updated without a lock by whichever thread does the work; a
  * table's counters live in a slot claimed once (by compare-and-swap) and never freed, so
@@ -200,6 +201,7 @@ static int label_value(fr_buf *out, const char *s, fr_error *err)
 
 typedef struct bucket_lines {
     fr_buf offsets_end, offsets_start, log_bytes, kv_bytes, kv_keys;
+    fr_buf lake_records, lake_seconds;
 } bucket_lines;
 
 static int bucket_labels(fr_buf *b, const char *metric, fr_table *t, const char *part,
@@ -236,6 +238,21 @@ static int table_buckets(fr_table *t, int64_t pid, const char *part, bucket_line
     return FR_OK;
 }
 
+/* How far a lake-enabled table's lake is behind its logs (a table whose status cannot be
+ * read is left out). */
+static int table_lake(fr_table *t, bucket_lines *l, fr_error *err)
+{
+    fr_lake_status st;
+    fr_error serr = {0};
+    if (fr_table_lake_status(t, &st, &serr) < 0) return FR_OK;
+    FR_TRY(fr_buf_printf(&l->lake_records, err,
+                         "firth_lake_tiering_lag_records{database=\"%s\",table=\"%s\"} %" PRId64
+                         "\n", fr_table_db(t), fr_table_name(t), st.lag_records));
+    return fr_buf_printf(&l->lake_seconds, err,
+                         "firth_lake_tiering_lag_seconds{database=\"%s\",table=\"%s\"} %.3f\n",
+                         fr_table_db(t), fr_table_name(t), (double)st.lag_ms / 1e3);
+}
+
 static int one_table(fr_engine *e, const char *db, const char *name, bucket_lines *l,
                      fr_error *err)
 {
@@ -255,6 +272,7 @@ static int one_table(fr_engine *e, const char *db, const char *name, bucket_line
             rc = table_buckets(t, parts[i].id, parts[i].name, l, err);
         fr_partitions_free(parts, n);
     }
+    if (rc == FR_OK && fr_table_lake_enabled(t)) rc = table_lake(t, l, err);
     fr_table_release(t);
     return rc;
 }
@@ -267,6 +285,8 @@ static int render_engine(fr_engine *e, fr_buf *out, fr_error *err)
     fr_buf_init(&l.log_bytes);
     fr_buf_init(&l.kv_bytes);
     fr_buf_init(&l.kv_keys);
+    fr_buf_init(&l.lake_records);
+    fr_buf_init(&l.lake_seconds);
     char **dbs = NULL;
     int ndbs = 0;
     int rc = fr_engine_list_databases(e, &dbs, &ndbs, err);
@@ -291,6 +311,10 @@ static int render_engine(fr_engine *e, fr_buf *out, fr_error *err)
          "bucket.", &l.kv_bytes},
         {"firth_kv_keys", "Keys of an open KV store of a primary-key bucket (estimated for WAL "
          "changelog images).", &l.kv_keys},
+        {"firth_lake_tiering_lag_records", "Records of a lake-enabled table's logs not yet "
+         "tiered into its lake.", &l.lake_records},
+        {"firth_lake_tiering_lag_seconds", "Age of the oldest record of a lake-enabled table "
+         "not yet tiered into its lake (0 when none).", &l.lake_seconds},
     };
     for (size_t g = 0; rc == FR_OK && g < sizeof groups / sizeof groups[0]; g++) {
         rc = header(out, groups[g].name, "gauge", groups[g].help, err);
@@ -302,6 +326,8 @@ static int render_engine(fr_engine *e, fr_buf *out, fr_error *err)
     fr_buf_free(&l.log_bytes);
     fr_buf_free(&l.kv_bytes);
     fr_buf_free(&l.kv_keys);
+    fr_buf_free(&l.lake_records);
+    fr_buf_free(&l.lake_seconds);
     return rc;
 }
 
