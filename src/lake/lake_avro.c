@@ -17,6 +17,7 @@
 #include <avro.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -26,6 +27,25 @@
 #define AVRO_BLOCKS_MAX (1 << 20)
 #define AVRO_BLOCK_OBJECTS_MAX (1 << 24)
 #define AVRO_MAP_ENTRIES_MAX 100000 /* elements of one array read from a manifest */
+
+/* libavro trusts the lengths it decodes (a negative string length becomes a huge
+ * allocation); its allocations go through this function, which refuses any single one
+ * beyond the largest file firth reads, so such input fails with ENOMEM inside libavro. */
+static void *avro_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    (void)ud;
+    (void)osize;
+    if (nsize == 0) {
+        fr_free(ptr);
+        return NULL;
+    }
+    if (nsize > (size_t)FR_ICE_AVRO_BYTES_MAX) return NULL;
+    return fr_realloc(ptr, nsize);
+}
+
+static pthread_once_t avro_once = PTHREAD_ONCE_INIT;
+
+static void avro_setup(void) { avro_set_allocator(avro_alloc, NULL); }
 
 static int avro_err(fr_error *err, int code, const char *what, const char *name)
 {
@@ -384,6 +404,7 @@ static void out_free(avro_out *o)
 
 static int out_open(avro_out *o, const char *schema, const char *path, fr_error *err)
 {
+    pthread_once(&avro_once, avro_setup);
     memset(o, 0, sizeof *o);
     FR_TRY(parse_schema(schema, strlen(schema), &o->schema, err));
     o->iface = avro_generic_class_from_schema(o->schema);
@@ -628,7 +649,31 @@ static int set_list_entry(avro_value_t *rec, const fr_ice_manifest *m, fr_error 
         AV(avro_value_get_by_index(rec, (size_t)ints[i][0], &f, NULL));
         AV(avro_value_set_int(&f, ints[i][1]));
     }
-    FR_TRY(set_null(rec, ML_PARTS, err));
+    if (m->parts) {
+        avro_value_t arr, el, br;
+        AV(avro_value_get_by_index(rec, ML_PARTS, &f, NULL));
+        AV(avro_value_set_branch(&f, 1, &arr));
+        for (int i = 0; i < m->nparts; i++) {
+            const fr_ice_field_summary *fs = &m->parts[i];
+            AV(avro_value_append(&arr, &el, NULL));
+            AV(avro_value_get_by_index(&el, 0, &f, NULL));
+            AV(avro_value_set_boolean(&f, fs->contains_null));
+            AV(avro_value_get_by_index(&el, 1, &f, NULL));
+            AV(avro_value_set_branch(&f, fs->contains_nan >= 0, &br));
+            if (fs->contains_nan >= 0) AV(avro_value_set_boolean(&br, fs->contains_nan));
+            else AV(avro_value_set_null(&br));
+            for (int k = 0; k < 2; k++) {
+                const uint8_t *b = k ? fs->upper : fs->lower;
+                int32_t len = k ? fs->upper_len : fs->lower_len;
+                AV(avro_value_get_by_index(&el, (size_t)(2 + k), &f, NULL));
+                AV(avro_value_set_branch(&f, b != NULL, &br));
+                if (b) AV(avro_value_set_bytes(&br, (void *)b, (size_t)len));
+                else AV(avro_value_set_null(&br));
+            }
+        }
+    } else {
+        FR_TRY(set_null(rec, ML_PARTS, err));
+    }
     return set_null(rec, ML_KEY_META, err);
 }
 
@@ -681,6 +726,7 @@ static void in_free(avro_in *in)
 static int in_open(avro_in *in, const uint8_t *p, size_t n, const char *name,
                    const char *schema, const char *content, fr_error *err)
 {
+    pthread_once(&avro_once, avro_setup);
     memset(in, 0, sizeof *in);
     in->name = name;
     avro_hdr h;
@@ -795,6 +841,71 @@ static int get_str_at(avro_value_t *rec, int idx, fr_arena *arena, const char **
     return 0;
 }
 
+static int get_opt_array(avro_value_t *rec, int idx, avro_value_t *arr, size_t *size,
+                         const char *name, fr_error *err);
+
+/* An optional bytes value copied into arena (*out NULL for null). */
+static int get_opt_bytes(avro_value_t *u, fr_arena *arena, const uint8_t **out, int32_t *len,
+                         const char *name, fr_error *err)
+{
+    avro_value_t br;
+    int disc;
+    RD(avro_value_get_discriminant(u, &disc));
+    RD(avro_value_get_current_branch(u, &br));
+    *out = NULL;
+    *len = 0;
+    if (disc == 0) return 0;
+    const void *b;
+    size_t n;
+    RD(avro_value_get_bytes(&br, &b, &n));
+    FR_CHECK(n <= INT32_MAX, FR_ECORRUPT, err, "%s: a huge bound", name);
+    uint8_t *c = fr_arena_alloc(arena, n ? n : 1);
+    FR_CHECK(c, FR_ENOMEM, err, "out of memory reading %s", name);
+    if (n) memcpy(c, b, n);
+    *out = c;
+    *len = (int32_t)n;
+    return 0;
+}
+
+static int read_summaries(avro_value_t *rec, fr_ice_manifest *m, fr_arena *arena,
+                          const char *name, fr_error *err)
+{
+    avro_value_t arr, u;
+    int disc;
+    size_t n;
+    RD(avro_value_get_by_index(rec, ML_PARTS, &u, NULL));
+    RD(avro_value_get_discriminant(&u, &disc));
+    if (disc == 0) return 0;
+    FR_TRY(get_opt_array(rec, ML_PARTS, &arr, &n, name, err));
+    FR_CHECK(n <= FR_ICE_PARTITION_FIELDS_MAX, FR_ECORRUPT, err,
+             "%s: %zu partition summaries", name, n);
+    m->parts = fr_arena_alloc(arena, (n ? n : 1) * sizeof *m->parts);
+    FR_CHECK(m->parts, FR_ENOMEM, err, "out of memory reading %s", name);
+    for (size_t i = 0; i < n; i++) {
+        avro_value_t el, f, br;
+        fr_ice_field_summary *fs = &m->parts[i];
+        int b;
+        RD(avro_value_get_by_index(&arr, i, &el, NULL));
+        RD(avro_value_get_by_index(&el, 0, &f, NULL));
+        RD(avro_value_get_boolean(&f, &b));
+        fs->contains_null = b != 0;
+        RD(avro_value_get_by_index(&el, 1, &f, NULL));
+        RD(avro_value_get_discriminant(&f, &disc));
+        RD(avro_value_get_current_branch(&f, &br));
+        fs->contains_nan = -1;
+        if (disc == 1) {
+            RD(avro_value_get_boolean(&br, &b));
+            fs->contains_nan = b != 0;
+        }
+        RD(avro_value_get_by_index(&el, 2, &f, NULL));
+        FR_TRY(get_opt_bytes(&f, arena, &fs->lower, &fs->lower_len, name, err));
+        RD(avro_value_get_by_index(&el, 3, &f, NULL));
+        FR_TRY(get_opt_bytes(&f, arena, &fs->upper, &fs->upper_len, name, err));
+    }
+    m->nparts = (int)n;
+    return 0;
+}
+
 int fr_avro_read_manifest_list(const uint8_t *p, size_t n, const char *name, fr_arena *arena,
                                fr_ice_manifest **out, int *count, fr_error *err)
 {
@@ -829,6 +940,7 @@ int fr_avro_read_manifest_list(const uint8_t *p, size_t n, const char *name, fr_
         FR_GOTO(get_long_at(r, ML_ADDED_R, &m->added_rows, name, err));
         FR_GOTO(get_long_at(r, ML_EXIST_R, &m->existing_rows, name, err));
         FR_GOTO(get_long_at(r, ML_DEL_R, &m->deleted_rows, name, err));
+        FR_GOTO(read_summaries(r, m, arena, name, err));
         if ((content != 0 && content != 1) || m->seq < 0 || m->min_seq < 0 || m->length < 0) {
             rc = fr_fail(err, FR_ECORRUPT, "%s: manifest %d has bad content or sequence numbers",
                          name, len);

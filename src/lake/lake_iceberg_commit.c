@@ -233,6 +233,32 @@ static int writer_of(fr_iceberg_commit *c, ice_side *s, const fr_batch *b, int64
     return 0;
 }
 
+/* Whether rows a and b of the batch have equal partition values. */
+static bool same_partition(const fr_iceberg_commit *c, const ice_side *s, const fr_batch *b,
+                           int64_t ra, int64_t rb)
+{
+    for (int i = 0; i < c->t->ps.n; i++) {
+        const fr_column *col = fr_batch_column(b, s->part_pos[i]);
+        bool na = fr_column_is_null(col, ra), nb = fr_column_is_null(col, rb);
+        if (na != nb) return false;
+        if (na) continue;
+        if (fr_type_is_varwidth(&col->type)) {
+            int32_t la = col->offsets[ra + 1] - col->offsets[ra];
+            int32_t lb = col->offsets[rb + 1] - col->offsets[rb];
+            if (la != lb ||
+                memcmp(col->values + col->offsets[ra], col->values + col->offsets[rb], (size_t)la))
+                return false;
+        } else if (col->type.id == FR_T_BOOLEAN) {
+            if (((col->values[ra >> 3] >> (ra & 7)) & 1) != ((col->values[rb >> 3] >> (rb & 7)) & 1))
+                return false;
+        } else {
+            int w = fr_type_width(&col->type);
+            if (memcmp(col->values + ra * w, col->values + rb * w, (size_t)w) != 0) return false;
+        }
+    }
+    return true;
+}
+
 static int write_part(fr_iceberg_commit *c, ice_side *s, int wi, const fr_batch *b,
                       fr_error *err)
 {
@@ -261,9 +287,17 @@ static int add_batch(fr_iceberg_commit *c, ice_side *s, const fr_batch *b, fr_er
         goto fail;
     }
     bool one = true;
-    for (int64_t r = 0; r < n; r++) {
-        FR_GOTO(writer_of(c, s, b, r, &wi[r], err));
-        one = one && wi[r] == wi[0];
+    if (c->t->ps.n == 0) {
+        /* Unpartitioned: every row goes to the one writer. */
+        FR_GOTO(writer_of(c, s, b, 0, &wi[0], err));
+    } else {
+        /* Rows of a batch mostly share their partition (tiering reads one bucket at a
+         * time): a row equal to the previous one in its partition columns skips the map. */
+        for (int64_t r = 0; r < n; r++) {
+            if (r > 0 && same_partition(c, s, b, r - 1, r)) wi[r] = wi[r - 1];
+            else FR_GOTO(writer_of(c, s, b, r, &wi[r], err));
+            one = one && wi[r] == wi[0];
+        }
     }
     if (one) {
         FR_GOTO(write_part(c, s, wi[0], b, err));
@@ -344,6 +378,55 @@ static int64_t summary_count(json_t *sum, const char *key)
     return 0;
 }
 
+/* The partition field summaries of files v[0..n) (manifest list field 507). */
+static int summarize(fr_iceberg_commit *c, const fr_ice_file *v, int n, fr_ice_manifest *out,
+                     fr_error *err)
+{
+    int np = c->t->ps.n;
+    out->nparts = np;
+    out->parts = fr_arena_alloc(c->arena, (size_t)(np ? np : 1) * sizeof *out->parts);
+    FR_CHECK(out->parts, FR_ENOMEM, err, "out of memory in a commit");
+    fr_buf b;
+    fr_buf_init(&b);
+    int rc = 0;
+    for (int i = 0; i < np; i++) {
+        fr_ice_field_summary *fs = &out->parts[i];
+        memset(fs, 0, sizeof *fs);
+        const fr_value *lo = NULL, *hi = NULL;
+        for (int k = 0; k < n; k++) {
+            const fr_value *x = &v[k].part[i];
+            if (x->is_null) {
+                fs->contains_null = true;
+                continue;
+            }
+            if ((x->type.id == FR_T_FLOAT || x->type.id == FR_T_DOUBLE) && x->v.f != x->v.f) {
+                fs->contains_nan = 1;
+                continue;
+            }
+            int cmp;
+            if (!lo || (fr_value_compare(x, lo, &cmp, NULL) == 0 && cmp < 0)) lo = x;
+            if (!hi || (fr_value_compare(x, hi, &cmp, NULL) == 0 && cmp > 0)) hi = x;
+        }
+        for (int k = 0; lo && k < 2; k++) {
+            bool skip;
+            fr_buf_reset(&b);
+            FR_GOTO(fr_ice_bound_encode(k ? hi : lo, k == 1, &b, &skip, err));
+            if (skip) continue;
+            uint8_t *p = fr_arena_alloc(c->arena, b.len ? b.len : 1);
+            if (!p) {
+                rc = fr_fail(err, FR_ENOMEM, "out of memory in a commit");
+                goto fail;
+            }
+            if (b.len) memcpy(p, b.data, b.len);
+            if (k) fs->upper = p, fs->upper_len = (int32_t)b.len;
+            else fs->lower = p, fs->lower_len = (int32_t)b.len;
+        }
+    }
+fail:
+    fr_buf_free(&b);
+    return rc;
+}
+
 static int write_manifest(fr_iceberg_commit *c, int content, int64_t snap_id, int64_t seq,
                           fr_ice_manifest *out, bool *written, fr_error *err)
 {
@@ -371,6 +454,7 @@ static int write_manifest(fr_iceberg_commit *c, int content, int64_t snap_id, in
                                  .content = content ? 1 : 0, .seq = seq, .min_seq = seq,
                                  .added_snapshot_id = snap_id, .added_files = n,
                                  .added_rows = rows};
+        FR_GOTO(summarize(c, v, n, out, err));
         FR_GOTO(fr_avro_write_manifest(path, c->t->meta, &c->t->ps, content, v, n, &out->length,
                                        err));
         *written = true;

@@ -121,6 +121,14 @@ typedef struct fr_ice_file {
     int neq;
 } fr_ice_file;
 
+/* The summary of one partition field over a manifest's files (manifest list field 507). */
+typedef struct fr_ice_field_summary {
+    bool contains_null;
+    int contains_nan;                 /* -1: unknown (null) */
+    const uint8_t *lower, *upper;     /* NULL: absent */
+    int32_t lower_len, upper_len;
+} fr_ice_field_summary;
+
 typedef struct fr_ice_manifest {
     const char *path;
     int64_t length;
@@ -130,6 +138,8 @@ typedef struct fr_ice_manifest {
     int64_t added_snapshot_id;
     int32_t added_files, existing_files, deleted_files;
     int64_t added_rows, existing_rows, deleted_rows;
+    fr_ice_field_summary *parts;      /* one per partition field; NULL: not written */
+    int nparts;
 } fr_ice_manifest;
 
 /* The partition field types of a table: the source column types (identity transforms). */

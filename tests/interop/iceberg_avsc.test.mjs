@@ -145,6 +145,19 @@ for (const dir of tables) {
         assert.deepEqual(JSON.parse(man.meta['partition-spec']), spec);
         assert.equal(JSON.parse(man.meta['schema'])['schema-id'], meta['current-schema-id']);
         assert.equal(man.records.length, m.added_files_count + m.existing_files_count + m.deleted_files_count);
+        // Partition summaries: one per partition field, bounds around every file's value.
+        assert.ok(Array.isArray(m.partitions), 'partitions written');
+        assert.equal(m.partitions.length, spec.length);
+        spec.forEach((pf, i) => {
+          const sum = m.partitions[i];
+          const type = schema.fields.find((x) => x.id === pf['source-id']).type;
+          const dec = (b) => (type === 'string' ? b.toString('utf8') : b.readInt32LE());
+          for (const e of man.records) {
+            const v = e.data_file.partition[Object.keys(e.data_file.partition)[i]];
+            if (v === null) { assert.ok(sum.contains_null); continue; }
+            assert.ok(dec(sum.lower_bound) <= v && v <= dec(sum.upper_bound), `partition ${pf.name} bounds`);
+          }
+        });
         for (const e of man.records) {
           assert.equal(e.status, 1);
           assert.equal(e.sequence_number, m.sequence_number);

@@ -366,6 +366,64 @@ static void test_deletes_need_a_key(void **state)
     ik_rmdir(dir);
 }
 
+/* A scan keeps reading the snapshot it opened while the same handle commits; the schemas
+ * the handle hands out stay valid. */
+static void test_scan_across_commits(void **state)
+{
+    (void)state;
+    char *dir = ik_tmpdir("ice_across");
+    ik_table k;
+    ik_table_init(&k, 2, 0);
+    fr_error err = {0};
+    fr_iceberg_table *t;
+    IK_CHECK(fr_iceberg_open(dir, &k.spec, &t, &err), err);
+    const fr_schema *schema = fr_iceberg_schema(t), *ds = fr_iceberg_delete_schema(t);
+    ik_row rows[10];
+    for (int i = 0; i < 10; i++) rows[i] = (ik_row){i, "a", i, "x", i % 2, i};
+    fr_batch *b = ik_batch(k.lake, rows, 10);
+    fr_iceberg_commit *c;
+    int64_t snap;
+    IK_CHECK(fr_iceberg_commit_begin(t, &c, &err), err);
+    IK_CHECK(fr_iceberg_commit_add_rows(c, b, &err), err);
+    IK_CHECK(fr_iceberg_commit_finish(c, NULL, 0, &snap, &err), err);
+    fr_batch_free(b);
+    int cols[IK_NCOLS];
+    for (int i = 0; i < IK_NCOLS; i++) cols[i] = i;
+    fr_iceberg_scan *s;
+    IK_CHECK(fr_iceberg_scan_open(t, -1, cols, IK_NCOLS, NULL, &s, &err), err);
+    /* Delete every key, twice over, while the scan is open. */
+    int64_t ids[10];
+    int32_t buckets[10];
+    for (int i = 0; i < 10; i++) ids[i] = i, buckets[i] = i % 2;
+    for (int round = 0; round < 2; round++) {
+        fr_batch *d = ik_delete_batch(ds, ids, buckets, 10);
+        IK_CHECK(fr_iceberg_commit_begin(t, &c, &err), err);
+        IK_CHECK(fr_iceberg_commit_add_deletes(c, d, &err), err);
+        IK_CHECK(fr_iceberg_commit_finish(c, NULL, 0, &snap, &err), err);
+        fr_batch_free(d);
+        IK_CHECK(fr_iceberg_refresh(t, &err), err);
+    }
+    assert_ptr_equal(fr_iceberg_schema(t), schema);
+    assert_ptr_equal(fr_iceberg_delete_schema(t), ds);
+    ik_rows got = {0};
+    for (;;) {
+        fr_batch *o;
+        IK_CHECK(fr_iceberg_scan_next(s, &o, &err), err);
+        if (!o) break;
+        ik_batch_rows(o, &got);
+        fr_batch_free(o);
+    }
+    fr_iceberg_scan_close(s);
+    assert_int_equal(got.n, 10);
+    ik_rows_free(&got);
+    IK_CHECK(ik_scan(t, -1, NULL, 0, NULL, &got, NULL, &err), err);
+    assert_int_equal(got.n, 0);
+    ik_rows_free(&got);
+    fr_iceberg_close(t);
+    ik_table_free(&k);
+    ik_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -374,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_partitioned_and_pruning),
         cmocka_unit_test(test_pk_upserts),
         cmocka_unit_test(test_deletes_need_a_key),
+        cmocka_unit_test(test_scan_across_commits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
