@@ -157,6 +157,9 @@ int pq_rle_decode(const uint8_t *p, size_t len, int bit_width, uint32_t *out, in
 int pq_rle_decode_u8(const uint8_t *p, size_t len, int bit_width, uint8_t *out, int64_t n,
                      fr_error *err);
 
+/* CRC-32 (zlib's) of a page's bytes after its header, as PageHeader.crc holds it. */
+uint32_t pq_crc32(const uint8_t *p, size_t n);
+
 /* ---- compression --------------------------------------------------------------------------- */
 
 typedef struct pq_compressor pq_compressor;

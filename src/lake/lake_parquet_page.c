@@ -6,8 +6,9 @@
  * Invariants: a page's values land at rows [row, row + num_values) of the output, which the
  * chunk must fill exactly (no more pages than rows, no fewer); every size in a page header is
  * checked against the chunk's bytes, every count against the page's bytes, every dictionary
- * index against the dictionary. Fixed-width PLAIN values are copied in bulk (memcpy when the
- * widths agree) and spread to their rows backwards when the page has nulls. */
+ * index against the dictionary, and a page's CRC when it has one. Fixed-width PLAIN values
+ * are copied in bulk (memcpy when the widths agree) and spread to their rows backwards when
+ * the page has nulls. */
 #include <math.h>
 
 #include "lake/lake_parquet_page.h"
@@ -638,6 +639,8 @@ static int read_pages(pq_out *o, const pq_colr *c, int codec, const uint8_t *byt
             return fr_fail(err, FR_ECORRUPT, "page of %d bytes runs past its chunk", h.compressed_size);
         const uint8_t *body = bytes + pos;
         pos += (size_t)h.compressed_size;
+        if (h.has_crc && pq_crc32(body, (size_t)h.compressed_size) != h.crc)
+            return fr_fail(err, FR_ECORRUPT, "page CRC mismatch (page of %d bytes)", h.compressed_size);
         switch (h.type) {
         case PQ_PAGE_DICTIONARY:
             if (!h.has_dict || dict.present || data_seen)

@@ -770,7 +770,7 @@ static int flush_row_group(fr_parquet_writer *w, fr_error *err)
 {
     if (w->rg_rows == 0) return 0;
     FR_TRY(grow_rgs(w, err));
-    int64_t start = w->offset, bytes = buffered_bytes(w);
+    int64_t start = w->offset;
     pq_chunk_out *cos = &w->chunks[(size_t)w->nrgs * (size_t)w->ncols];
     int64_t compressed = 0, uncompressed = 0;
     for (int i = 0; i < w->ncols; i++) {
@@ -778,7 +778,6 @@ static int flush_row_group(fr_parquet_writer *w, fr_error *err)
         compressed += cos[i].compressed;
         uncompressed += cos[i].uncompressed;
     }
-    (void)bytes;
     w->rg_rows_of[w->nrgs] = w->rg_rows;
     w->rg_offsets[w->nrgs] = start;
     w->rg_bytes[w->nrgs] = uncompressed;

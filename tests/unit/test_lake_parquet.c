@@ -15,6 +15,7 @@
 #include "lake/lake.h"
 #include "lake/lake_parquet_int.h"
 #include "lake/lake_parquet_page.h"
+#include "lake/lake_thrift.h"
 
 static char tmp_dir[4096];
 
@@ -724,6 +725,55 @@ static void test_corrupt_files(void **state)
     fr_free(file);
 }
 
+/* A chunk of one data page (v1, PLAIN INT32, REQUIRED) with a CRC, decoded directly: a good
+ * CRC reads, a bad one is FR_ECORRUPT; the CRC is zlib's CRC-32. */
+static void test_page_crc(void **state)
+{
+    (void)state;
+    assert_int_equal(pq_crc32((const uint8_t *)"123456789", 9), 0xCBF43926u);
+    uint8_t body[16];
+    for (int i = 0; i < 4; i++) fr_put_u32le(body + 4 * i, (uint32_t)(i * 1000 - 7));
+    fr_error err;
+    for (int bad = 0; bad < 2; bad++) {
+        fr_buf chunk;
+        fr_buf_init(&chunk);
+        fr_thrift_w tw;
+        fr_thrift_w_init(&tw, &chunk, &err);
+        fr_thrift_w_i32(&tw, 1, PQ_PAGE_DATA);
+        fr_thrift_w_i32(&tw, 2, 16);
+        fr_thrift_w_i32(&tw, 3, 16);
+        fr_thrift_w_i32(&tw, 4, (int32_t)(pq_crc32(body, 16) ^ (uint32_t)bad));
+        fr_thrift_w_struct_begin(&tw, 5);
+        fr_thrift_w_i32(&tw, 1, 4);
+        fr_thrift_w_i32(&tw, 2, PQ_ENC_PLAIN);
+        fr_thrift_w_i32(&tw, 3, PQ_ENC_RLE);
+        fr_thrift_w_i32(&tw, 4, PQ_ENC_RLE);
+        fr_thrift_w_struct_end(&tw);
+        assert_int_equal(fr_thrift_w_finish(&tw), 0);
+        assert_int_equal(fr_buf_append(&chunk, body, 16, &err), 0);
+        pq_schema_elem e = {.type = PQ_INT32, .repetition = PQ_REQUIRED, .converted = -1, .field_id = -1};
+        fr_type t = fr_type_of(FR_T_INT);
+        t.nullable = false;
+        pq_colr c;
+        pq_colr_init(&c, &e, &t);
+        pq_scratch s = {0};
+        uint8_t *bufs[3] = {0};
+        int64_t nulls = -1;
+        int rc = pq_read_chunk(&c, FR_PARQUET_UNCOMPRESSED, chunk.data, chunk.len, 4, &s, bufs, &nulls, &err);
+        if (bad) {
+            assert_int_equal(rc, FR_ECORRUPT);
+            assert_non_null(strstr(err.msg, "CRC"));
+        } else {
+            assert_int_equal(rc, 0);
+            assert_int_equal(nulls, 0);
+            assert_memory_equal(bufs[2], body, 16);
+        }
+        for (int i = 0; i < 3; i++) fr_free(bufs[i]);
+        pq_scratch_free(&s);
+        fr_buf_free(&chunk);
+    }
+}
+
 /* Allocation failures anywhere in writing and reading fail cleanly (no crash, no leak). */
 static void test_alloc_failures(void **state)
 {
@@ -788,6 +838,7 @@ int main(void)
         cmocka_unit_test(test_pruning),
         cmocka_unit_test(test_writer_errors),
         cmocka_unit_test(test_corrupt_files),
+        cmocka_unit_test(test_page_crc),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
