@@ -19,7 +19,7 @@ done
 packages=(
   build-essential cmake pkg-config clang libclang-rt-14-dev
   libzstd-dev liblz4-dev libjansson-dev libcmocka-dev libedit-dev
-  librocksdb-dev libroaring-dev libavro-dev libsnappy-dev
+  librocksdb-dev libroaring-dev libavro-dev libsnappy-dev zlib1g-dev
   libprotobuf-c-dev protobuf-c-compiler libuv1-dev libmicrohttpd-dev
   nodejs npm
 )

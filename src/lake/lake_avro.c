@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "lake/lake_iceberg_int.h"
 
@@ -301,9 +302,48 @@ static const uint8_t *hdr_get(const avro_hdr *h, const char *key, size_t *len)
     return NULL;
 }
 
-/* Checks the blocks after the header: counts, sizes and sync markers. */
-static int check_blocks(const uint8_t *p, size_t n, const avro_hdr *h, const char *name,
-                        fr_error *err)
+static int check_block_list(const uint8_t *p, size_t n, const avro_hdr *h, z_stream *zs,
+                            const char *name, fr_error *err);
+
+/* Whether a block's bytes are one complete raw deflate stream that inflates to at most
+ * FR_ICE_AVRO_BYTES_MAX bytes (libavro leaks the reader when its first block does not
+ * inflate, and grows its buffer without bound). The output is discarded. */
+static int check_deflate(z_stream *zs, const uint8_t *p, size_t n, const char *name,
+                         fr_error *err)
+{
+    uint8_t sink[16384];
+    if (inflateReset(zs) != Z_OK) return fr_fail(err, FR_ENOMEM, "inflateReset for %s", name);
+    zs->next_in = (Bytef *)p;
+    zs->avail_in = (uInt)n;
+    uint64_t total = 0;
+    for (;;) {
+        zs->next_out = sink;
+        zs->avail_out = sizeof sink;
+        int rc = inflate(zs, Z_NO_FLUSH);
+        total += sizeof sink - zs->avail_out;
+        if (rc == Z_STREAM_END) return 0;
+        FR_CHECK(rc == Z_OK && total <= (uint64_t)FR_ICE_AVRO_BYTES_MAX &&
+                     (zs->avail_in > 0 || zs->avail_out == 0),
+                 FR_ECORRUPT, err, "%s: an Avro block that does not inflate", name);
+    }
+}
+
+/* Checks the blocks after the header: counts, sizes, sync markers and, for deflate, that
+ * each block inflates. */
+static int check_blocks(const uint8_t *p, size_t n, const avro_hdr *h, bool deflate,
+                        const char *name, fr_error *err)
+{
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (deflate && inflateInit2(&zs, -15) != Z_OK)
+        return fr_fail(err, FR_ENOMEM, "inflateInit for %s", name);
+    int rc = check_block_list(p, n, h, deflate ? &zs : NULL, name, err);
+    if (deflate) inflateEnd(&zs);
+    return rc;
+}
+
+static int check_block_list(const uint8_t *p, size_t n, const avro_hdr *h, z_stream *zs,
+                            const char *name, fr_error *err)
 {
     rd r = {p, n, h->len};
     int blocks = 0;
@@ -315,8 +355,7 @@ static int check_blocks(const uint8_t *p, size_t n, const avro_hdr *h, const cha
         FR_CHECK(count >= 0 && count <= AVRO_BLOCK_OBJECTS_MAX && size >= 0 &&
                      (uint64_t)size <= n - r.pos && n - r.pos - (size_t)size >= 16,
                  FR_ECORRUPT, err, "%s: Avro block at byte %zu: bad count or size", name, r.pos);
-        FR_CHECK(count <= size || count == 0 || size > 0, FR_ECORRUPT, err,
-                 "%s: Avro block with more objects than bytes", name);
+        if (zs) FR_TRY(check_deflate(zs, p + r.pos, (size_t)size, name, err));
         r.pos += (size_t)size;
         FR_CHECK(memcmp(p + r.pos, h->sync, 16) == 0, FR_ECORRUPT, err,
                  "%s: Avro block sync marker mismatch at byte %zu", name, r.pos);
@@ -733,8 +772,8 @@ static int in_open(avro_in *in, const uint8_t *p, size_t n, const char *name,
     FR_TRY(parse_header(p, n, name, &h, err));
     size_t len;
     const uint8_t *codec = hdr_get(&h, "avro.codec", &len);
-    FR_CHECK(!codec || (len == 7 && memcmp(codec, "deflate", 7) == 0) ||
-                 (len == 4 && memcmp(codec, "null", 4) == 0),
+    bool deflate = codec && len == 7 && memcmp(codec, "deflate", 7) == 0;
+    FR_CHECK(!codec || deflate || (len == 4 && memcmp(codec, "null", 4) == 0),
              FR_ECORRUPT, err, "%s: unsupported Avro codec", name);
     const uint8_t *wschema = hdr_get(&h, "avro.schema", &len);
     FR_CHECK(wschema, FR_ECORRUPT, err, "%s: no Avro schema", name);
@@ -758,7 +797,7 @@ static int in_open(avro_in *in, const uint8_t *p, size_t n, const char *name,
         FR_CHECK(c && len == strlen(content) && memcmp(c, content, len) == 0, FR_ECORRUPT, err,
                  "%s: manifest content is not \"%s\"", name, content);
     }
-    FR_TRY(check_blocks(p, n, &h, name, err));
+    FR_TRY(check_blocks(p, n, &h, deflate, name, err));
     /* fmemopen reads the caller's bytes in place; libavro never writes through it. */
     FILE *fp = fmemopen((void *)p, n, "rb");
     if (!fp) return fr_fail_errno(err, errno, "fmemopen for %s", name);

@@ -39,7 +39,11 @@ struct fr_iceberg_scan {
     int rg, nrg;
     int *read_cols;          /* file columns read: output columns, then key columns */
     int nread;
-    int key_pos[FR_SCHEMA_COLUMNS_MAX]; /* position of each key column in the read batch */
+    int *key_pos;            /* position of each key column in the read batch */
+    int *idx;                /* 0..ncols-1, to project read batches on the output */
+    fr_type *key_types;      /* scratch of nkey entries */
+    fr_value *key_vals;
+    int *idx_scratch;        /* nkey entries */
     bool apply_deletes;
     int64_t files_read, files_skipped, rgs_skipped;
 };
@@ -148,11 +152,11 @@ static int load_delete_file(fr_iceberg_scan *s, const fr_ice_file *f, const uint
     FR_CHECK(path, FR_EUNSUPPORTED, err, "%s: not a local file", f->path);
     fr_parquet_reader *r = NULL;
     FR_TRY(fr_parquet_open(path, &r, err));
-    int cols[FR_SCHEMA_COLUMNS_MAX];
+    int *cols = s->idx_scratch;
     int rc = 0;
     fr_batch *b = NULL;
-    fr_type types[FR_SCHEMA_COLUMNS_MAX];
-    fr_value vals[FR_SCHEMA_COLUMNS_MAX];
+    fr_type *types = s->key_types;
+    fr_value *vals = s->key_vals;
     const fr_schema *fs = fr_parquet_schema(r);
     for (int i = 0; i < f->neq; i++) {
         cols[i] = -1;
@@ -257,11 +261,19 @@ int fr_iceberg_scan_open(fr_iceberg_table *t, int64_t snapshot_id, const int *co
     s->cols = fr_malloc((size_t)(ncols ? ncols : 1) * sizeof *s->cols);
     s->read_cols = fr_malloc((size_t)(n + 1) * sizeof *s->read_cols);
     s->deletes = fr_ice_map_new();
-    if (!s->arena || !s->cols || !s->read_cols || !s->deletes) {
+    size_t nk = (size_t)s->meta->nkey + 1;
+    s->key_pos = fr_calloc(nk, sizeof *s->key_pos);
+    s->key_types = fr_calloc(nk, sizeof *s->key_types);
+    s->key_vals = fr_calloc(nk, sizeof *s->key_vals);
+    s->idx_scratch = fr_calloc(nk, sizeof *s->idx_scratch);
+    s->idx = fr_calloc((size_t)ncols + 1, sizeof *s->idx);
+    if (!s->arena || !s->cols || !s->read_cols || !s->deletes || !s->key_pos || !s->key_types ||
+        !s->key_vals || !s->idx_scratch || !s->idx) {
         rc = fr_fail(err, FR_ENOMEM, "out of memory opening a scan");
         goto fail;
     }
     if (ncols) memcpy(s->cols, cols, (size_t)ncols * sizeof *cols);
+    for (int i = 0; i < ncols; i++) s->idx[i] = i;
     s->ncols = ncols;
     const fr_ice_meta *m = s->meta;
     if (snapshot_id < 0) snapshot_id = m->current_id;
@@ -292,6 +304,11 @@ void fr_iceberg_scan_close(fr_iceberg_scan *s)
     fr_free(s->plan);
     fr_free(s->cols);
     fr_free(s->read_cols);
+    fr_free(s->key_pos);
+    fr_free(s->key_types);
+    fr_free(s->key_vals);
+    fr_free(s->idx_scratch);
+    fr_free(s->idx);
     fr_ice_map_free(s->deletes);
     fr_buf_free(&s->key);
     fr_arena_free(s->arena);
@@ -389,8 +406,8 @@ static int apply_deletes(fr_iceberg_scan *s, fr_batch *b, fr_batch **out, fr_err
     uint8_t *keep = fr_malloc((size_t)(n + 7) / 8 + 1);
     FR_CHECK(keep, FR_ENOMEM, err, "out of memory applying deletes");
     memset(keep, 0xff, (size_t)(n + 7) / 8 + 1);
-    fr_type types[FR_SCHEMA_COLUMNS_MAX];
-    fr_value vals[FR_SCHEMA_COLUMNS_MAX];
+    fr_type *types = s->key_types;
+    fr_value *vals = s->key_vals;
     for (int k = 0; k < m->nkey; k++) types[k] = fr_batch_column(b, s->key_pos[k])->type;
     int64_t dropped = 0;
     int rc = 0;
@@ -443,9 +460,7 @@ int fr_iceberg_scan_next(fr_iceberg_scan *s, fr_batch **out, fr_error *err)
             continue;
         }
         if (rc == 0 && s->nread != s->ncols) {
-            int idx[FR_SCHEMA_COLUMNS_MAX];
-            for (int i = 0; i < s->ncols; i++) idx[i] = i;
-            rc = fr_batch_project(kept, idx, s->ncols, out, err);
+            rc = fr_batch_project(kept, s->idx, s->ncols, out, err);
         } else if (rc == 0) {
             *out = kept;
             kept = NULL;
