@@ -123,9 +123,10 @@ static bool col_bool(const fr_column *c, int64_t row)
 
 static void col_bytes(const fr_column *c, int64_t row, const uint8_t **p, size_t *n)
 {
+    static const uint8_t empty[1];
     int32_t a = c->offsets[row], b = c->offsets[row + 1];
-    *p = c->values + a;
     *n = (size_t)(b - a);
+    *p = *n ? c->values + a : empty; /* values may be NULL when every string is empty */
 }
 
 /* Big-endian two's complement of v in n bytes (FIXED_LEN_BYTE_ARRAY decimals). */
@@ -184,13 +185,13 @@ static int mm_bytes(pq_minmax *mm, const uint8_t *p, size_t n, fr_error *err)
         return 0;
     }
     size_t m = n < mm->smin.len ? n : mm->smin.len;
-    int c = memcmp(p, mm->smin.data, m);
+    int c = m ? memcmp(p, mm->smin.data, m) : 0;
     if (c < 0 || (c == 0 && n < mm->smin.len)) {
         fr_buf_reset(&mm->smin);
         FR_TRY(fr_buf_append(&mm->smin, p, n, err));
     }
     m = n < mm->smax.len ? n : mm->smax.len;
-    c = memcmp(p, mm->smax.data, m);
+    c = m ? memcmp(p, mm->smax.data, m) : 0;
     if (c > 0 || (c == 0 && n > mm->smax.len)) {
         fr_buf_reset(&mm->smax);
         FR_TRY(fr_buf_append(&mm->smax, p, n, err));
@@ -393,7 +394,7 @@ static int dict_put(pq_dict *d, int width, const uint8_t *p, size_t n, uint32_t 
         const uint8_t *q;
         size_t m;
         dict_entry(d, width, e - 1, &q, &m);
-        if (m == n && memcmp(p, q, n) == 0) {
+        if (m == n && (n == 0 || memcmp(p, q, n) == 0)) {
             *idx = (uint32_t)(e - 1);
             return 0;
         }
@@ -483,7 +484,7 @@ static int page_undict(fr_parquet_writer *w, pq_colw *cw, fr_error *err)
     size_t n = cw->vals.len / 4;
     uint32_t *idx = fr_malloc(n ? n * 4 : 1);
     if (!idx) return fr_fail(err, FR_ENOMEM, "out of memory");
-    memcpy(idx, cw->vals.data, n * 4);
+    if (n) memcpy(idx, cw->vals.data, n * 4);
     fr_buf_reset(&cw->vals);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
@@ -596,7 +597,7 @@ static int encode_plain(pq_colw *cw, const fr_column *c, int64_t r0, int64_t r1,
             if (nulls && fr_column_is_null(c, r)) continue;
             uint32_t len = (uint32_t)(c->offsets[r + 1] - c->offsets[r]);
             fr_put_u32le(d, len);
-            memcpy(d + 4, c->values + c->offsets[r], len);
+            if (len) memcpy(d + 4, c->values + c->offsets[r], len);
             d += 4 + len;
         }
         size_t added = (size_t)(d - (cw->vals.data + cw->vals.len));
