@@ -89,6 +89,7 @@ typedef enum sql_stmt_kind {
     SQL_ADD_PARTITION,   /* ALTER TABLE t ADD [IF NOT EXISTS] PARTITION (...) ... */
     SQL_DROP_PARTITION,  /* ALTER TABLE t DROP [IF EXISTS] PARTITION (...), ... */
     SQL_SHOW_PARTITIONS, /* SHOW PARTITIONS t [PARTITION (...)] */
+    SQL_CALL,            /* CALL [ns.]procedure(args) */
 } sql_stmt_kind;
 
 /* A name as written: bare names are folded to lower case when they name a database or a
@@ -179,6 +180,13 @@ typedef struct sql_stmt {
     /* ADD/DROP PARTITION (one or more), SHOW PARTITIONS (at most one) */
     sql_partition_spec *partitions;
     int npartitions;
+
+    /* CALL: the procedure's name as written ("sys.tier": namespace, '.', name; bare words
+     * lower-cased) and its arguments (expressions, evaluated as constants when it runs) */
+    const char *procedure;
+    sql_pos procedure_pos;
+    fr_expr **args;
+    int nargs;
 
     /* EXPLAIN before SELECT, UPDATE or DELETE: describe how rows are found, run nothing */
     bool explain;
@@ -271,15 +279,19 @@ int sql_exec_select(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *si
                     fr_error *err);
 int sql_exec_dml(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
                  fr_error *err); /* UPDATE, DELETE */
+int sql_exec_call(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
+                  fr_error *err); /* CALL sys.<procedure>(...) (sql_lake.c) */
 
 /* Virtual tables: a table name may end in a suffix that names a view of the table. */
 typedef enum sql_virtual {
     SQL_VIRTUAL_NONE = 0,
     SQL_VIRTUAL_CHANGELOG, /* t$changelog: the log with change type, offset and time */
+    SQL_VIRTUAL_LAKE,      /* t$lake: the lake alone, in the lake schema */
+    SQL_VIRTUAL_LAKE_SNAPSHOTS, /* t$lake_snapshots: the lake's snapshots */
 } sql_virtual;
 
-/* Splits "t$changelog" into the base name "t" (written to base) and the suffix's kind.
- * FR_EINVAL (with the position) for an unknown suffix. */
+/* Splits "t$changelog" (t$lake, t$lake_snapshots) into the base name "t" (written to base)
+ * and the suffix's kind. FR_EINVAL (with the position) for an unknown suffix. */
 int sql_virtual_split(const sql_table_name *name, sql_table_name *base, char *buf,
                       size_t cap, sql_virtual *kind, fr_error *err);
 
@@ -337,6 +349,16 @@ typedef int (*sql_rows_fn)(void *ctx, fr_batch *batch, fr_error *err);
  * positive value fn returned to stop. Never reads the changelog. */
 int sql_pk_read(fr_table *t, const sql_pk_plan *p, const fr_expr *where, const int *cols,
                 int ncols, sql_rows_fn fn, void *ctx, fr_error *err);
+
+/* ---- the lake: $lake, $lake_snapshots and union reads (sql_lake.c) ----------------------- */
+
+/* The schema of t$lake_snapshots (snapshot_id, parent_id, sequence_number, committed_at,
+ * operation, added_data_files, added_delete_files, added_records, total_records,
+ * tiered_offsets). */
+int sql_lake_snapshots_schema(fr_schema **out, fr_error *err);
+/* Every snapshot of t's lake as one batch of sql_lake_snapshots_schema, oldest first. */
+int sql_lake_snapshots_batch(fr_table *t, const fr_schema *schema, fr_batch **out,
+                             fr_error *err);
 
 /* ---- the $changelog virtual table (sql_changelog.c) ------------------------------------- */
 

@@ -16,11 +16,13 @@
  *           | [EXPLAIN] SELECT item, ... [FROM table [WHERE expr]] [LIMIT n]
  *           | [EXPLAIN] UPDATE table SET name = expr, ... [WHERE expr]
  *           | [EXPLAIN] DELETE FROM table [WHERE expr]
+ *           | CALL name ['.' name] '(' [expr, ...] ')'
  *   element := name type [NOT NULL | NULL] [PRIMARY KEY NOT ENFORCED] [COMMENT 'x']
  *            | [CONSTRAINT name] PRIMARY KEY '(' name, ... ')' NOT ENFORCED
  *   partition := PARTITION '(' name = value, ... ')'   value: 'text', [-]123 or DATE 'text'
  *
- * A table name may end in a virtual table's suffix ($changelog): orders$changelog.
+ * A table name may end in a virtual table's suffix ($changelog, $lake, $lake_snapshots):
+ * orders$changelog.
  *
  * Nothing here looks at the catalog: names are checked when a statement runs. */
 #include <assert.h>
@@ -551,6 +553,41 @@ static int p_delete(sql_parser *P, sql_stmt *st)
     return p_where(P, st);
 }
 
+/* ---- CALL ------------------------------------------------------------------------------ */
+
+#define SQL_CALL_ARGS_MAX 64
+
+/* CALL [namespace.]procedure '(' [expr, ...] ')' */
+static int p_call(sql_parser *P, sql_stmt *st)
+{
+    st->kind = SQL_CALL;
+    st->procedure_pos = P->cur.pos;
+    sql_ident a, b = {0};
+    FR_TRY(sql_p_name(P, "a procedure name (sys.tier)", true, &a));
+    if (sql_p_accept_tok(P, SQL_T_DOT))
+        FR_TRY(sql_p_name(P, "a procedure name after the '.'", true, &b));
+    size_t na = strlen(a.s), nb = b.s ? strlen(b.s) : 0;
+    char *name = sql_p_alloc(P, na + nb + 2);
+    if (!name) return P->rc;
+    memcpy(name, a.s, na);
+    if (b.s) {
+        name[na] = '.';
+        memcpy(name + na + 1, b.s, nb);
+    }
+    st->procedure = name;
+    FR_TRY(sql_p_expect_tok(P, SQL_T_LPAREN, "'(' and the procedure's arguments"));
+    if (sql_p_accept_tok(P, SQL_T_RPAREN)) return 0;
+    int cap = 0;
+    do {
+        if (st->nargs >= SQL_CALL_ARGS_MAX)
+            return sql_p_fail(P, FR_ELIMIT, P->cur.pos, "a CALL has at most %d arguments",
+                              SQL_CALL_ARGS_MAX);
+        FR_TRY(grow(P, (void **)&st->args, st->nargs, &cap, sizeof *st->args));
+        FR_TRY(sql_p_expr(P, &st->args[st->nargs++]));
+    } while (sql_p_accept_tok(P, SQL_T_COMMA));
+    return sql_p_expect_tok(P, SQL_T_RPAREN, "',' or ')'");
+}
+
 /* ---- statements and scripts ------------------------------------------------------------ */
 
 static int p_statement(sql_parser *P, sql_stmt **out)
@@ -573,6 +610,7 @@ static int p_statement(sql_parser *P, sql_stmt **out)
     }
     if (sql_p_accept(P, "INSERT")) return p_insert(P, st);
     if (sql_p_accept(P, "ALTER")) return p_alter(P, st);
+    if (sql_p_accept(P, "CALL")) return p_call(P, st);
     if (sql_p_accept(P, "EXPLAIN")) {
         st->explain = true;
         if (sql_p_accept(P, "SELECT")) return p_select(P, st);
@@ -584,7 +622,7 @@ static int p_statement(sql_parser *P, sql_stmt **out)
     if (sql_p_accept(P, "UPDATE")) return p_update(P, st);
     if (sql_p_accept(P, "DELETE")) return p_delete(P, st);
     return sql_p_expected(P, "a statement (SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, DROP, "
-                             "SHOW, DESCRIBE, USE)");
+                             "SHOW, DESCRIBE, USE, CALL)");
 }
 
 static int check_text(const char *text, size_t len, fr_error *err)

@@ -11,7 +11,13 @@
  *     of the KV store (sql_pk.c), never its changelog;
  *   - t$changelog: the log of t as a log table with _change_type, _log_offset and
  *     _commit_timestamp in front (sql_changelog.c); the conjuncts of the condition on the
- *     table's columns are pushed down to the log, the others are applied to what it returns.
+ *     table's columns are pushed down to the log, the others are applied to what it returns;
+ *   - a lake-enabled table (scans; point and prefix lookups of a primary-key table still
+ *     read its KV store, which holds the same rows): a union read of the newest lake
+ *     snapshot and the log after it (fr_table_scan_union), the projection and condition
+ *     pushed into both;
+ *   - t$lake: the lake alone, in the lake schema (__bucket, __offset, __timestamp after the
+ *     table's columns); t$lake_snapshots: the lake's snapshots (sql_lake.c), filtered here.
  *
  * Result column names: the alias, else the column's name for a bare column, else the
  * item's text as written (blanks collapsed); a name already taken gets "$1", "$2"... */
@@ -45,6 +51,7 @@ typedef struct sel_plan {
      * into what the log filters (bound to the table) and what is applied after (bound to
      * proj_schema); scan_of maps projected columns to the scan's (-1 for metadata). */
     fr_schema *changelog_schema;
+    fr_schema *snapshots_schema; /* t$lake_snapshots: its schema (owned here) */
     fr_expr *pushed;
     fr_expr *residual;
     int *scan_cols;
@@ -57,6 +64,7 @@ static void plan_free(sel_plan *p)
     fr_schema_free(p->proj_schema);
     fr_schema_free(p->result);
     fr_schema_free(p->changelog_schema);
+    fr_schema_free(p->snapshots_schema);
     fr_free(p->items);
     fr_free(p->cols);
     fr_free(p->scan_cols);
@@ -522,6 +530,61 @@ static int run_changelog(fr_table *t, const sql_stmt *st, sel_plan *p, const fr_
     return sql_sink_end(sink, NULL, err);
 }
 
+static int run_union(fr_table *t, const sql_stmt *st, sel_plan *p, bool lake_only,
+                     const fr_sql_sink *sink, fr_error *err)
+{
+    int begun = sql_sink_begin(sink, p->result, err);
+    if (begun != 0) return begun;
+    if (p->limit != 0) {
+        sel_run r = {.plan = p, .sink = sink, .err = err};
+        fr_union_spec spec = {.columns = p->cols, .ncolumns = p->ncols, .filter = p->where,
+                              .lake_only = lake_only};
+        int rc = read_done(st, &r, fr_table_scan_union(t, &spec, on_rows, &r, err), err);
+        if (rc != 0) return rc;
+    }
+    return sql_sink_end(sink, NULL, err);
+}
+
+/* t$lake_snapshots: its rows are few and built whole, then filtered and projected. */
+static int run_snapshots(fr_table *t, const sql_stmt *st, sel_plan *p, const fr_sql_sink *sink,
+                         fr_error *err)
+{
+    fr_batch *all = NULL, *kept = NULL;
+    uint8_t *keep = NULL;
+    int rc = sql_lake_snapshots_batch(t, p->table_schema, &all, err);
+    if (rc < 0) return sql_wrap_at(err, st->table.pos);
+    int64_t rows = fr_batch_num_rows(all), n = rows;
+    if (p->where && rows > 0) {
+        keep = fr_calloc((size_t)(rows + 7) / 8, 1);
+        if (!keep) {
+            rc = fr_fail(err, FR_ENOMEM, "out of memory filtering snapshots");
+            goto fail;
+        }
+        rc = fr_expr_filter(p->where, all, keep, &n, err);
+        if (rc < 0) {
+            sql_wrap_at(err, st->where_pos);
+            goto fail;
+        }
+        FR_GOTO(fr_batch_filter(all, keep, &kept, err));
+    }
+    fr_batch *proj = NULL;
+    FR_GOTO(fr_batch_project(kept ? kept : all, p->cols, p->ncols, &proj, err));
+    rc = sql_sink_begin(sink, p->result, err);
+    if (rc == 0 && p->limit != 0) {
+        sel_run r = {.plan = p, .sink = sink, .err = err};
+        on_rows(&r, proj, err);
+        proj = NULL;
+        if (r.rc != 0) rc = r.rc;
+    }
+    fr_batch_free(proj);
+    if (rc == 0) rc = sql_sink_end(sink, NULL, err);
+fail:
+    fr_free(keep);
+    fr_batch_free(kept);
+    fr_batch_free(all);
+    return rc;
+}
+
 /* ---- EXPLAIN --------------------------------------------------------------------------- */
 
 int sql_emit_plan(const fr_sql_sink *sink, const fr_buf *text, fr_error *err)
@@ -578,6 +641,52 @@ static int describe_log_read(fr_table *t, const sel_plan *p, bool changelog, fr_
     return describe_filter("then filter", changelog ? p->residual : NULL, out, err);
 }
 
+/* The columns of a projection, by name. */
+static int describe_columns(const sel_plan *p, fr_buf *out, fr_error *err)
+{
+    for (int i = 0; i < p->ncols; i++)
+        FR_TRY(fr_buf_printf(out, err, "%s%s", i ? ", " : "",
+                             fr_schema_field(p->table_schema, p->cols[i])->name));
+    return fr_buf_printf(out, err, "\n");
+}
+
+/* The plan of a union read (lake and log) or of a read of the lake alone, in words. */
+static int describe_union(fr_table *t, const sel_plan *p, bool lake_only, fr_buf *out,
+                          fr_error *err)
+{
+    int nparts = 0;
+    fr_table_partition_keys(t, &nparts);
+    fr_lake_status st;
+    fr_error e2 = {0};
+    bool known = fr_table_lake_status(t, &st, &e2) == 0;
+    if (lake_only)
+        FR_TRY(fr_buf_printf(out, err, "scan of the lake alone (the newest lake snapshot)\n"));
+    else if (fr_table_is_pk(t))
+        FR_TRY(fr_buf_printf(out, err, "union read: the newest lake snapshot merged by key with "
+                             "the changelog of every %sbucket after the offsets it records "
+                             "(the log wins, deletes remove)\n", nparts ? "partition and " : ""));
+    else
+        FR_TRY(fr_buf_printf(out, err, "union read: the newest lake snapshot, then the log of "
+                             "every %sbucket after the offsets it records\n",
+                             nparts ? "partition and " : ""));
+    if (known && st.snapshot_id >= 0)
+        FR_TRY(fr_buf_printf(out, err, "lake snapshot: %lld\n", (long long)st.snapshot_id));
+    else if (known)
+        FR_TRY(fr_buf_printf(out, err, "lake snapshot: none yet%s\n",
+                             lake_only ? " (no rows)" : " (the log alone)"));
+    FR_TRY(fr_buf_printf(out, err, "projection: "));
+    FR_TRY(describe_columns(p, out, err));
+    if (!p->where) return 0;
+    FR_TRY(describe_filter(lake_only ? "filter pushed down (files and row groups its "
+                                       "statistics rule out are skipped)"
+                                     : "filter pushed down to the lake (files and row groups "
+                                       "its statistics rule out are skipped) and to the log",
+                           p->where, out, err));
+    if (nparts && !lake_only)
+        FR_TRY(fr_buf_printf(out, err, "partitions the filter rules out are skipped\n"));
+    return 0;
+}
+
 static int explain(fr_table *t, const sel_plan *p, const sql_pk_plan *pk, bool changelog,
                    const fr_sql_sink *sink, fr_error *err)
 {
@@ -593,6 +702,48 @@ static int explain(fr_table *t, const sel_plan *p, const sql_pk_plan *pk, bool c
 fail:
     fr_buf_free(&text);
     return rc;
+}
+
+/* EXPLAIN of a union read, of t$lake, or of t$lake_snapshots (snapshots: lake_only and no
+ * columns described). */
+static int explain_lake(fr_table *t, const sel_plan *p, sql_virtual kind,
+                        const fr_sql_sink *sink, fr_error *err)
+{
+    fr_buf text;
+    fr_buf_init(&text);
+    int rc;
+    if (kind == SQL_VIRTUAL_LAKE_SNAPSHOTS) {
+        FR_GOTO(fr_buf_printf(&text, err, "list of the lake's snapshots (table metadata)\n"));
+        FR_GOTO(describe_filter("then filter", p->where, &text, err));
+    } else {
+        FR_GOTO(describe_union(t, p, kind == SQL_VIRTUAL_LAKE, &text, err));
+    }
+    if (p->limit >= 0) FR_GOTO(fr_buf_printf(&text, err, "limit: %lld\n", (long long)p->limit));
+    rc = sql_emit_plan(sink, &text, err);
+fail:
+    fr_buf_free(&text);
+    return rc;
+}
+
+/* SELECT from t$lake or t$lake_snapshots, or a union read of a lake-enabled table. */
+static int select_lake(fr_table *t, const sql_stmt *st, sel_plan *p, sql_virtual kind,
+                       const fr_sql_sink *sink, fr_error *err)
+{
+    if (kind != SQL_VIRTUAL_NONE && !fr_table_lake_enabled(t))
+        return sql_fail_at(err, FR_EINVAL, st->table.pos, "table %s.%s has no lake: create it "
+                           "with 'table.datalake.enabled' = 'true'", fr_table_db(t),
+                           fr_table_name(t));
+    if (kind == SQL_VIRTUAL_LAKE_SNAPSHOTS) {
+        FR_TRY(sql_lake_snapshots_schema(&p->snapshots_schema, err));
+        FR_TRY(plan_select(p->snapshots_schema, st, p, err));
+        return st->explain ? explain_lake(t, p, kind, sink, err)
+                           : run_snapshots(t, st, p, sink, err);
+    }
+    const fr_schema *schema = kind == SQL_VIRTUAL_LAKE ? fr_table_lake_schema(t)
+                                                       : fr_table_schema(t);
+    FR_TRY(plan_select(schema, st, p, err));
+    return st->explain ? explain_lake(t, p, kind, sink, err)
+                       : run_union(t, st, p, kind == SQL_VIRTUAL_LAKE, sink, err);
 }
 
 /* SELECT without FROM: one row of constants. */
@@ -656,12 +807,20 @@ int sql_exec_select(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *si
         FR_GOTO(plan_changelog(t, st, &p, err));
         rc = st->explain ? explain(t, &p, NULL, true, sink, err)
                          : run_changelog(t, st, &p, sink, err);
+    } else if (kind != SQL_VIRTUAL_NONE) {
+        rc = select_lake(t, st, &p, kind, sink, err);
     } else if (fr_table_is_pk(t)) {
         sql_pk_plan pk;
         FR_GOTO(plan_select(fr_table_schema(t), st, &p, err));
         FR_GOTO(sql_pk_plan_where(t, p.where, p.arena, &pk, err));
-        rc = st->explain ? explain(t, &p, &pk, false, sink, err)
-                         : run_pk(t, st, &p, &pk, sink, err);
+        if (pk.access == SQL_ACCESS_SCAN && fr_table_lake_enabled(t))
+            rc = st->explain ? explain_lake(t, &p, kind, sink, err)
+                             : run_union(t, st, &p, false, sink, err);
+        else
+            rc = st->explain ? explain(t, &p, &pk, false, sink, err)
+                             : run_pk(t, st, &p, &pk, sink, err);
+    } else if (fr_table_lake_enabled(t)) {
+        rc = select_lake(t, st, &p, kind, sink, err);
     } else {
         FR_GOTO(plan_select(fr_table_schema(t), st, &p, err));
         rc = st->explain ? explain(t, &p, NULL, false, sink, err) : run_scan(t, st, &p, sink, err);

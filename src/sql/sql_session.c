@@ -101,15 +101,19 @@ int sql_virtual_split(const sql_table_name *name, sql_table_name *base, char *bu
     const char *dollar = strchr(name->name, '$');
     if (!dollar) return 0;
     size_t n = (size_t)(dollar - name->name);
-    if (strcasecmp(dollar + 1, "changelog") != 0 || n == 0)
+    sql_virtual k = SQL_VIRTUAL_NONE;
+    if (strcasecmp(dollar + 1, "changelog") == 0) k = SQL_VIRTUAL_CHANGELOG;
+    else if (strcasecmp(dollar + 1, "lake") == 0) k = SQL_VIRTUAL_LAKE;
+    else if (strcasecmp(dollar + 1, "lake_snapshots") == 0) k = SQL_VIRTUAL_LAKE_SNAPSHOTS;
+    if (k == SQL_VIRTUAL_NONE || n == 0)
         return sql_fail_at(err, FR_EINVAL, name->pos,
-                           "'%s' names no table: the virtual table of a table t is t$changelog",
-                           name->name);
+                           "'%s' names no table: the virtual tables of a table t are "
+                           "t$changelog, t$lake and t$lake_snapshots", name->name);
     if (n >= cap) return sql_fail_at(err, FR_ELIMIT, name->pos, "table name too long");
     memcpy(buf, name->name, n);
     buf[n] = '\0';
     base->name = buf;
-    *kind = SQL_VIRTUAL_CHANGELOG;
+    *kind = k;
     return 0;
 }
 
@@ -270,6 +274,7 @@ static int exec_statement(fr_sql_session *s, const sql_stmt *st, const fr_sql_si
     case SQL_ADD_PARTITION:
     case SQL_DROP_PARTITION:
     case SQL_SHOW_PARTITIONS: return sql_exec_partition(s, st, sink, err);
+    case SQL_CALL: return sql_exec_call(s, st, sink, err);
     default: return sql_exec_ddl(s, st, sink, err);
     }
 }

@@ -465,7 +465,7 @@ static void test_scripts(void **state)
     /* A syntax error anywhere runs nothing. */
     assert_run("CREATE DATABASE a; CREATE DATABASE b; SELEC",
                "error ESYNTAX: line 1, column 39: expected a statement (SELECT, INSERT, UPDATE, "
-               "DELETE, CREATE, ALTER, DROP, SHOW, DESCRIBE, USE), found 'SELEC'");
+               "DELETE, CREATE, ALTER, DROP, SHOW, DESCRIBE, USE, CALL), found 'SELEC'");
     assert_run("SHOW DATABASES", "[database name STRING NOT NULL]\ndefault\nend\n");
     /* An execution error stops the rest; earlier statements stay done. */
     assert_run("CREATE DATABASE a;\nSELECT * FROM nope;\nCREATE DATABASE b",

@@ -578,7 +578,7 @@ static void test_scripts(void **state)
     assert_expr("a-/**/-b", "(- a (NEG b))");
     assert_parse_error("SELECT 1; SELEC 2", FR_ESYNTAX,
                        "line 1, column 11: expected a statement (SELECT, INSERT, UPDATE, DELETE, "
-                       "CREATE, ALTER, DROP, SHOW, DESCRIBE, USE), found 'SELEC'");
+                       "CREATE, ALTER, DROP, SHOW, DESCRIBE, USE, CALL), found 'SELEC'");
     assert_parse_error("SELECT 1 2", FR_ESYNTAX,
                        "line 1, column 10: expected ';' or the end of the statement, found '2'");
     assert_parse_error("SELECT 1 /* open", FR_ESYNTAX, "line 1, column 10: unterminated /* comment");

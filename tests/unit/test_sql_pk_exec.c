@@ -472,8 +472,8 @@ static void test_changelog(void **state)
                "[_change_type STRING NOT NULL, _log_offset BIGINT NOT NULL, a INT]\n"
                "+A | 0 | 7\n+A | 1 | 8\nend\n");
     assert_run("SELECT * FROM o$binlog",
-               "error EINVAL: line 1, column 15: 'o$binlog' names no table: the virtual table of "
-               "a table t is t$changelog");
+               "error EINVAL: line 1, column 15: 'o$binlog' names no table: the virtual tables "
+               "of a table t are t$changelog, t$lake and t$lake_snapshots");
     assert_run("SELECT * FROM nope$changelog",
                "error ENOTFOUND: line 1, column 15: table default.nope does not exist");
     /* A table cannot have a column named like a metadata column and a changelog. */

@@ -307,7 +307,8 @@ static void test_changelog_names(void **state)
     assert_int_equal(sql_virtual_split(&st->table, &base, buf, sizeof buf, &kind, &err),
                      FR_EINVAL);
     assert_string_equal(err.msg, "line 1, column 15: 'orders$lake2' names no table: the virtual "
-                                 "table of a table t is t$changelog");
+                                 "tables of a table t are t$changelog, t$lake and "
+                                 "t$lake_snapshots");
     st = parse_one("SELECT * FROM `$changelog`");
     assert_int_equal(sql_virtual_split(&st->table, &base, buf, sizeof buf, &kind, &err),
                      FR_EINVAL);

@@ -1,0 +1,2 @@
+call SYS.tier ( 't' );
+CALL sys.tier('shop.orders')

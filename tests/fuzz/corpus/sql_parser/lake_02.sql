@@ -1,0 +1,1 @@
+SELECT * FROM db.t$lake WHERE __bucket = 1 AND __offset >= 10 LIMIT 5

@@ -1,0 +1,1 @@
+SELECT snapshot_id, tiered_offsets FROM t$lake_snapshots WHERE total_records > 0

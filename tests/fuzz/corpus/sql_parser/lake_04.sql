@@ -1,0 +1,1 @@
+EXPLAIN SELECT a, b FROM db.t WHERE a > 1

@@ -1,0 +1,1 @@
+CALL sys.tier(

@@ -1,0 +1,1 @@
+CALL x.y('a', 1 + 2, NULL, CAST('1' AS INT))
