@@ -591,6 +591,7 @@ static int add_table_locked(fr_engine *e, const char *db, const char *name,
         fr_table_release(take_table(e, e->ntables - 1));
         return rc;
     }
+    fr_table_lake_created(t);
     /* As Fluss, an auto-partitioned table gets its partitions at once. */
     fr_error aerr = {0};
     fr_autop_table_locked(e, t, fr_now_ms(), &aerr);

@@ -384,7 +384,12 @@ int fr_table_lake_init(fr_table *t, const char *data_dir, const char *warehouse,
 /* Opens t->lake->ice (creating the lake table when absent) unless it is open, removing the
  * files of commits that never published the first time. lake->tier_mu held. */
 int fr_table_lake_ensure_locked(fr_table *t, fr_error *err);
-/* Frees t->lake; for a dropped table, also removes its lake directory. */
+/* Called when t was just created (not loaded) with e->mu held: removes a lake directory
+ * left by a dropped table of the same name. */
+void fr_table_lake_created(fr_table *t);
+/* Frees t->lake; for a dropped table, also removes its lake directory (unless a table of the
+ * same name was created since, which owns it now). Takes the engine's mu: never call it
+ * with that held. */
 void fr_table_lake_free(fr_table *t);
 /* The lake directory of a lake-enabled table (NULL otherwise). */
 const char *fr_table_lake_dir(const fr_table *t);

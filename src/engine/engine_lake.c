@@ -139,12 +139,42 @@ int fr_table_lake_init(fr_table *t, const char *data_dir, const char *warehouse,
     return rc; /* on failure the table's destruction frees what was made */
 }
 
+/* Whether the engine's catalog holds a table named as t (a table created again after t was
+ * dropped, whose lake directory is the same). */
+static bool name_taken(const fr_table *t)
+{
+    if (!t->link) return false;
+    bool taken = false;
+    pthread_mutex_lock(&t->link->mu);
+    fr_engine *e = t->link->e;
+    if (e) {
+        pthread_mutex_lock(&e->mu);
+        for (int i = 0; i < e->ntables && !taken; i++)
+            taken = e->tables[i] != t && strcmp(e->tables[i]->db, t->db) == 0 &&
+                    strcmp(e->tables[i]->name, t->name) == 0;
+        pthread_mutex_unlock(&e->mu);
+    }
+    pthread_mutex_unlock(&t->link->mu);
+    return taken;
+}
+
+void fr_table_lake_created(fr_table *t)
+{
+    if (!t->lake || !fr_path_exists(t->lake->dir)) return;
+    /* What is there belongs to a table of the same name dropped before (its removal was
+     * cut short): the new table starts with an empty lake. */
+    FR_WARN("table %s is new but its lake directory %s exists: removing it", t->qname,
+            t->lake->dir);
+    fr_error err = {0};
+    if (fr_remove_tree(t->lake->dir, &err) < 0) FR_WARN("%s", err.msg);
+}
+
 void fr_table_lake_free(fr_table *t)
 {
     fr_table_lake *l = t->lake;
     if (!l) return;
     if (l->ice) fr_iceberg_close(l->ice);
-    if (atomic_load(&t->dropped) && l->dir) {
+    if (atomic_load(&t->dropped) && l->dir && !name_taken(t)) {
         fr_error err = {0};
         if (fr_remove_tree(l->dir, &err) < 0)
             FR_WARN("table %s was dropped but its lake stays: %s", t->qname, err.msg);

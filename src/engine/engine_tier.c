@@ -599,14 +599,13 @@ int fr_table_lake_snapshots(fr_table *t, fr_lake_snapshot **out, int *n, fr_erro
 {
     *out = NULL;
     *n = 0;
-    FR_CHECK(t->lake, FR_EINVAL, err, "table %s is not lake-enabled", t->qname);
-    fr_table_lake *l = t->lake;
-    pthread_mutex_lock(&l->tier_mu);
-    fr_lake_snapshot *cur = NULL;
-    int rc = load_current_locked(t, &cur, err);
-    fr_lake_snapshots_free(cur, cur ? 1 : 0);
-    if (rc == FR_OK) rc = fr_iceberg_snapshots(l->ice, out, n, err);
-    pthread_mutex_unlock(&l->tier_mu);
+    /* A handle of its own, so that a listing does not wait for a round in progress: it sees
+     * the snapshots committed so far. */
+    fr_iceberg_table *ice = NULL;
+    FR_TRY(fr_table_lake_open(t, &ice, err));
+    int rc = fr_iceberg_snapshots(ice, out, n, err);
+    if (rc < 0) fr_error_wrap(err, "the lake of table %s", t->qname);
+    fr_iceberg_close(ice);
     return rc;
 }
 

@@ -775,6 +775,30 @@ static void test_background(void **state)
     fr_table_release(u);
     KIT_CHECK(fr_engine_drop_table(e, "default", "u", false, &err), err);
     assert_false(fr_path_exists(lakedir));
+    /* A table dropped while held, then created again: the old handle's last release leaves
+     * the new table's lake alone. */
+    fr_option manual[] = {{"table.datalake.enabled", "true"}};
+    kit_create_table(e, "default", "v", manual, 1);
+    fr_table *old = kit_table(e, "default", "v");
+    append(old, 0, 5);
+    assert_true(tier(old) >= 0);
+    KIT_CHECK(fr_engine_drop_table(e, "default", "v", false, &err), err);
+    kit_create_table(e, "default", "v", manual, 1);
+    fr_table *v = kit_table(e, "default", "v");
+    append(v, 100, 3);
+    int64_t sv = tier(v);
+    fr_table_release(old);
+    texts vt = lake_texts(v, false);
+    assert_int_equal(vt.n, 3);
+    texts_free(&vt);
+    fr_lake_snapshot *snaps = NULL;
+    int nsnaps = 0;
+    KIT_CHECK(fr_table_lake_snapshots(v, &snaps, &nsnaps, &err), err);
+    assert_int_equal(nsnaps, 1);
+    assert_int_equal(snaps[0].snapshot_id, sv);
+    fr_lake_snapshots_free(snaps, nsnaps);
+    fr_table_release(v);
+
     append(t, 10, 1000);
     fr_table_release(t);
     fr_engine_close(e); /* with a round possibly running */
