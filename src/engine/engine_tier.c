@@ -164,18 +164,22 @@ static int on_tier_batch(void *ctx, fr_batch *batch, const int64_t *offsets,
                          const uint8_t *change_types, int64_t commit_ts, fr_error *err)
 {
     tier_read *r = ctx;
-    int64_t rows = fr_batch_num_rows(batch), n = rows;
+    int64_t rows = fr_batch_num_rows(batch), n = rows, skip = 0;
     while (n > 0 && offsets[n - 1] >= r->tb->end) n--; /* offsets ascend */
     if (n < rows) r->done = true;
+    /* A read starts with the batch holding from_offset; tiered offsets are batch ends, so
+     * this skips nothing unless a lake was written by something else. */
+    while (skip < n && offsets[skip] < r->tb->from) skip++;
     int rc = FR_OK;
-    if (n > 0 && n < rows) {
-        fr_batch *head = NULL;
-        rc = fr_batch_slice(batch, 0, n, &head, err);
+    if (skip > 0 || (n > 0 && n < rows)) {
+        fr_batch *part = NULL;
+        rc = fr_batch_slice(batch, skip, n - skip, &part, err);
         fr_batch_free(batch);
-        batch = head;
+        batch = part;
     }
-    if (rc == FR_OK && n > 0) {
-        rc = r->on_rows(r, batch, offsets, change_types, commit_ts, err);
+    if (rc == FR_OK && n > skip) {
+        rc = r->on_rows(r, batch, offsets + skip, change_types ? change_types + skip : NULL,
+                        commit_ts, err);
         batch = NULL; /* on_rows owns it */
     }
     fr_batch_free(batch);
