@@ -178,6 +178,9 @@ static int decode_dict(const pq_colr *c, const uint8_t *p, size_t n, int32_t cou
     fr_buf_reset(&s->dictv);
     d->count = count;
     if (c->pw == 0 || (c->dw == 0 && c->pw > 0)) { /* entries of var-width output */
+        /* Every entry takes at least 4 bytes (a length, or a FIXED_LEN_BYTE_ARRAY value). */
+        size_t least = c->pw > 0 ? (size_t)c->pw : 4;
+        if ((size_t)count > n / least) return bad(err, "dictionary page: %s", "too few bytes");
         FR_TRY(fr_buf_reserve(&s->dictv, 8 * (size_t)count + 8, err));
         uint32_t *offs = (uint32_t *)(void *)s->dictv.data, *lens = offs + count;
         size_t pos = 0;
