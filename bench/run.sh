@@ -4,8 +4,8 @@
 # Configures BUILD_DIR (RelWithDebInfo) when it is not configured yet, builds the benchmark
 # programs in it if needed, runs each with a scratch directory under BUILD_DIR/bench/tmp
 # (removed at the end, whatever happens), writes the results as JSON to BUILD_DIR/bench/
-# (append, projection, net_produce, redis_streams, net_fetch, postgres, net_pk, lake_tier and
-# summary)
+# (append, projection, net_produce, redis_streams, net_fetch, postgres, net_pk, lake_tier,
+# lake_read and summary)
 # and prints the figures and each target's verdict. A target that is missed is reported as
 # MISS and does not fail the run; a benchmark that cannot run (an error, a crash, a peer
 # that cannot start) does, after the others have run.
@@ -17,10 +17,12 @@
 # run as root). `scripts/install-deps.sh --bench` installs them.
 #
 # Environment: BENCH_APPEND_ARGS, BENCH_PROJECTION_ARGS, BENCH_NET_PRODUCE_ARGS,
-# BENCH_NET_FETCH_ARGS, BENCH_NET_PK_ARGS, BENCH_LAKE_TIER_ARGS add options to the programs (e.g.
+# BENCH_NET_FETCH_ARGS, BENCH_NET_PK_ARGS, BENCH_LAKE_TIER_ARGS, BENCH_LAKE_READ_ARGS add
+# options to the programs (e.g.
 # BENCH_APPEND_ARGS="--mb 64 --reps 1" for a quick look); BENCH_FETCH_ROWS and BENCH_PK_KEYS
 # size the data firth and its peer both hold; BENCH_ONLY="net_fetch net_pk" runs only the
-# benchmarks named (append projection net_produce net_fetch net_pk lake_tier). See docs/BENCHMARKS.md.
+# benchmarks named (append projection net_produce net_fetch net_pk lake_tier lake_read). See
+# docs/BENCHMARKS.md.
 set -uo pipefail
 
 BUILD=${1:-build}
@@ -29,7 +31,7 @@ OUT=$BUILD/bench
 TMP=$OUT/tmp
 FETCH_ROWS=${BENCH_FETCH_ROWS:-131072}
 PK_KEYS=${BENCH_PK_KEYS:-65536}
-ONLY=${BENCH_ONLY:-append projection net_produce net_fetch net_pk lake_tier}
+ONLY=${BENCH_ONLY:-append projection net_produce net_fetch net_pk lake_tier lake_read}
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
@@ -80,7 +82,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 targets=(bench_append bench_projection bench_report bench_net_produce bench_net_fetch bench_net_pk
-    bench_lake_tier)
+    bench_lake_tier bench_lake_read)
 grep -q "^HIREDIS_FOUND:INTERNAL=1" "$BUILD/CMakeCache.txt" && targets+=(peer_redis_streams)
 grep -q "^LIBPQ_FOUND:INTERNAL=1" "$BUILD/CMakeCache.txt" && targets+=(peer_postgres)
 if ! cmake --build "$BUILD" --target firth "${targets[@]}" -j "${JOBS:-2}" >"$TMP/build.log" 2>&1
@@ -89,7 +91,8 @@ then
     echo "bench: building the benchmarks in $BUILD failed" >&2
     exit 1
 fi
-results=(append projection net_produce redis_streams net_fetch postgres net_pk lake_tier)
+results=(append projection net_produce redis_streams net_fetch postgres net_pk lake_tier
+    lake_read)
 for r in "${results[@]}"; do rm -f "$OUT/$r.json"; done
 rm -f "$OUT/summary.json"
 
@@ -211,6 +214,10 @@ wanted projection && run projection ${BENCH_PROJECTION_ARGS:-}
 # shellcheck disable=SC2086
 wanted lake_tier && run lake_tier --peer-script "$ROOT/bench/peer_duckdb_write.mjs" \
     ${BENCH_LAKE_TIER_ARGS:-}
+# Union reads beside DuckDB reading the same Parquet files (the same node install).
+# shellcheck disable=SC2086
+wanted lake_read && run lake_read --peer-script "$ROOT/bench/peer_duckdb_read.mjs" \
+    ${BENCH_LAKE_READ_ARGS:-}
 
 if wanted net_produce || wanted net_fetch || wanted net_pk; then
     if ! start_server; then
