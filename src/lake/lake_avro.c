@@ -6,11 +6,13 @@
  * is rebuilt here: the exact schema text, the codec, and the keys the spec requires, with
  * libavro's sync marker; the blocks after it are kept byte for byte.
  *
- * Reading: the container (header, metadata map, every block's count, size and sync marker)
- * is checked here against the input's length and the limits below before libavro sees it;
- * then the writer's schema must equal the schema firth writes for that file (for a
- * manifest, with the table's partition fields), so every value read has a known type and
- * every array element takes input bytes; then libavro decodes the records from memory.
+ * Reading is done here, not by libavro, whose decoder trusts the lengths it reads: the
+ * container (header, metadata map, every block's count, size and sync marker) is checked
+ * against the input's length and the limits below; the writer's schema must equal the
+ * schema firth writes for that file (for a manifest, with the table's partition fields), as
+ * libavro's schema parser judges, so the binary layout is known; each block is inflated
+ * within the size limit and its records decoded with every length, count and union branch
+ * checked, and must end exactly at the block's end.
  *
  * Invariants: every file written is complete and fsynced before its name is returned;
  * nothing read is used before its type and range are checked. */
@@ -300,68 +302,6 @@ static const uint8_t *hdr_get(const avro_hdr *h, const char *key, size_t *len)
             return h->meta[i].val;
         }
     return NULL;
-}
-
-static int check_block_list(const uint8_t *p, size_t n, const avro_hdr *h, z_stream *zs,
-                            const char *name, fr_error *err);
-
-/* Whether a block's bytes are one complete raw deflate stream that inflates to at most
- * FR_ICE_AVRO_BYTES_MAX bytes (libavro leaks the reader when its first block does not
- * inflate, and grows its buffer without bound). The output is discarded. */
-static int check_deflate(z_stream *zs, const uint8_t *p, size_t n, const char *name,
-                         fr_error *err)
-{
-    uint8_t sink[16384];
-    if (inflateReset(zs) != Z_OK) return fr_fail(err, FR_ENOMEM, "inflateReset for %s", name);
-    zs->next_in = (Bytef *)p;
-    zs->avail_in = (uInt)n;
-    uint64_t total = 0;
-    for (;;) {
-        zs->next_out = sink;
-        zs->avail_out = sizeof sink;
-        int rc = inflate(zs, Z_NO_FLUSH);
-        total += sizeof sink - zs->avail_out;
-        if (rc == Z_STREAM_END) return 0;
-        FR_CHECK(rc == Z_OK && total <= (uint64_t)FR_ICE_AVRO_BYTES_MAX &&
-                     (zs->avail_in > 0 || zs->avail_out == 0),
-                 FR_ECORRUPT, err, "%s: an Avro block that does not inflate", name);
-    }
-}
-
-/* Checks the blocks after the header: counts, sizes, sync markers and, for deflate, that
- * each block inflates. */
-static int check_blocks(const uint8_t *p, size_t n, const avro_hdr *h, bool deflate,
-                        const char *name, fr_error *err)
-{
-    z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    if (deflate && inflateInit2(&zs, -15) != Z_OK)
-        return fr_fail(err, FR_ENOMEM, "inflateInit for %s", name);
-    int rc = check_block_list(p, n, h, deflate ? &zs : NULL, name, err);
-    if (deflate) inflateEnd(&zs);
-    return rc;
-}
-
-static int check_block_list(const uint8_t *p, size_t n, const avro_hdr *h, z_stream *zs,
-                            const char *name, fr_error *err)
-{
-    rd r = {p, n, h->len};
-    int blocks = 0;
-    while (r.pos < n) {
-        int64_t count, size;
-        FR_CHECK(++blocks <= AVRO_BLOCKS_MAX, FR_ECORRUPT, err, "%s: too many Avro blocks", name);
-        FR_CHECK(rd_long(&r, &count) == 0 && rd_long(&r, &size) == 0, FR_ECORRUPT, err,
-                 "%s: truncated Avro block header at byte %zu", name, r.pos);
-        FR_CHECK(count >= 0 && count <= AVRO_BLOCK_OBJECTS_MAX && size >= 0 &&
-                     (uint64_t)size <= n - r.pos && n - r.pos - (size_t)size >= 16,
-                 FR_ECORRUPT, err, "%s: Avro block at byte %zu: bad count or size", name, r.pos);
-        if (zs) FR_TRY(check_deflate(zs, p + r.pos, (size_t)size, name, err));
-        r.pos += (size_t)size;
-        FR_CHECK(memcmp(p + r.pos, h->sync, 16) == 0, FR_ECORRUPT, err,
-                 "%s: Avro block sync marker mismatch at byte %zu", name, r.pos);
-        r.pos += 16;
-    }
-    return 0;
 }
 
 static int put_long(fr_buf *b, int64_t v, fr_error *err)
@@ -745,352 +685,408 @@ fail:
 
 /* ---- reading --------------------------------------------------------------------------- */
 
-typedef struct avro_in {
-    avro_file_reader_t r;
-    avro_schema_t expect;
-    avro_value_iface_t *iface;
-    avro_value_t rec;
-    bool has_rec;
-    const char *name;
-} avro_in;
+/* Records are decoded here, not by libavro, whose decoder trusts the lengths it reads
+ * (leaking or over-allocating on damaged input). The writer's schema must equal the one
+ * firth writes (compared by libavro's schema parser), so the layout is known exactly; every
+ * length, count, union branch and block boundary is checked against the bytes. */
 
-static void in_free(avro_in *in)
+typedef struct dc {
+    rd r;
+    const char *name;
+    fr_arena *arena;
+    fr_error *err;
+} dc;
+
+static int bad(dc *d, const char *what)
 {
-    if (in->r) avro_file_reader_close(in->r);
-    if (in->has_rec) avro_value_decref(&in->rec);
-    if (in->iface) avro_value_iface_decref(in->iface);
-    if (in->expect) avro_schema_decref(in->expect);
+    return fr_fail(d->err, FR_ECORRUPT, "%s: bad Avro record: %s at byte %zu of a block",
+                   d->name, what, d->r.pos);
 }
 
-static int in_open(avro_in *in, const uint8_t *p, size_t n, const char *name,
-                   const char *schema, const char *content, fr_error *err)
+static int dc_long(dc *d, int64_t *out)
 {
-    pthread_once(&avro_once, avro_setup);
-    memset(in, 0, sizeof *in);
-    in->name = name;
-    avro_hdr h;
-    FR_TRY(parse_header(p, n, name, &h, err));
+    return rd_long(&d->r, out) == 0 ? 0 : bad(d, "truncated long");
+}
+
+static int dc_int(dc *d, int32_t *out)
+{
+    int64_t v;
+    FR_TRY(dc_long(d, &v));
+    if (v < INT32_MIN || v > INT32_MAX) return bad(d, "int out of range");
+    *out = (int32_t)v;
+    return 0;
+}
+
+static int dc_raw(dc *d, size_t n, const uint8_t **out)
+{
+    if (n > d->r.n - d->r.pos) return bad(d, "truncated value");
+    *out = d->r.p + d->r.pos;
+    d->r.pos += n;
+    return 0;
+}
+
+static int dc_bool(dc *d, bool *out)
+{
+    const uint8_t *b;
+    FR_TRY(dc_raw(d, 1, &b));
+    if (*b > 1) return bad(d, "boolean not 0 or 1");
+    *out = *b == 1;
+    return 0;
+}
+
+static int dc_bytes(dc *d, const uint8_t **out, size_t *len)
+{
+    int64_t n;
+    FR_TRY(dc_long(d, &n));
+    if (n < 0) return bad(d, "negative length");
+    *len = (size_t)n;
+    return dc_raw(d, (size_t)n, out);
+}
+
+/* Bytes copied into the arena (strings NUL-terminated, without zero bytes inside). */
+static int dc_copy(dc *d, bool string, const uint8_t **out, size_t *len)
+{
+    const uint8_t *b;
+    FR_TRY(dc_bytes(d, &b, len));
+    if (string && memchr(b, 0, *len)) return bad(d, "a string holds a zero byte");
+    uint8_t *c = fr_arena_alloc(d->arena, *len + 1);
+    if (!c) return fr_fail(d->err, FR_ENOMEM, "out of memory reading %s", d->name);
+    if (*len) memcpy(c, b, *len);
+    c[*len] = 0;
+    *out = c;
+    return 0;
+}
+
+static int dc_str(dc *d, const char **out)
+{
     size_t len;
+    return dc_copy(d, true, (const uint8_t **)out, &len);
+}
+
+/* The branch of a two-branch union ["null", T]: false for null. */
+static int dc_opt(dc *d, bool *present)
+{
+    int64_t i;
+    FR_TRY(dc_long(d, &i));
+    if (i != 0 && i != 1) return bad(d, "bad union branch");
+    *present = i == 1;
+    return 0;
+}
+
+/* The item count of the next array block (0: the end). Every item of the arrays read here
+ * takes at least one byte, so a count beyond the bytes left is damage. */
+static int dc_block(dc *d, int64_t *count)
+{
+    FR_TRY(dc_long(d, count));
+    if (*count < 0) {
+        int64_t size;
+        if (*count == INT64_MIN) return bad(d, "bad array block");
+        *count = -*count;
+        FR_TRY(dc_long(d, &size));
+        if (size < 0) return bad(d, "bad array block size");
+    }
+    if ((uint64_t)*count > d->r.n - d->r.pos) return bad(d, "array longer than its bytes");
+    return 0;
+}
+
+typedef int (*item_fn)(dc *d, void *ctx, int64_t i);
+
+/* Reads an optional array, calling fn for each item. *n is its length (0 for null). */
+static int dc_opt_array(dc *d, item_fn fn, void *ctx, int64_t *n)
+{
+    bool present;
+    *n = 0;
+    FR_TRY(dc_opt(d, &present));
+    if (!present) return 0;
+    for (;;) {
+        int64_t c;
+        FR_TRY(dc_block(d, &c));
+        if (c == 0) return 0;
+        for (int64_t i = 0; i < c; i++) {
+            if (*n >= AVRO_MAP_ENTRIES_MAX) return bad(d, "too many array items");
+            FR_TRY(fn(d, ctx, (*n)++));
+        }
+    }
+}
+
+/* The count of an optional array, for sizing, without consuming it. */
+static int dc_peek_count(dc *d, item_fn skip, int64_t *n)
+{
+    size_t pos = d->r.pos;
+    int rc = dc_opt_array(d, skip, NULL, n);
+    d->r.pos = pos;
+    return rc;
+}
+
+/* Inflates one block (a complete raw deflate stream) into out, within the size limit. */
+static int inflate_block(z_stream *zs, const uint8_t *p, size_t n, fr_buf *out,
+                         const char *name, fr_error *err)
+{
+    if (inflateReset(zs) != Z_OK) return fr_fail(err, FR_ENOMEM, "inflateReset for %s", name);
+    zs->next_in = (Bytef *)p;
+    zs->avail_in = (uInt)n;
+    for (;;) {
+        FR_TRY(fr_buf_reserve(out, 65536, err));
+        zs->next_out = out->data + out->len;
+        zs->avail_out = (uInt)(out->cap - out->len);
+        int rc = inflate(zs, Z_NO_FLUSH);
+        out->len = out->cap - zs->avail_out;
+        if (rc == Z_STREAM_END) return 0;
+        FR_CHECK(rc == Z_OK && out->len <= (size_t)FR_ICE_AVRO_BYTES_MAX &&
+                     (zs->avail_in > 0 || zs->avail_out == 0),
+                 FR_ECORRUPT, err, "%s: an Avro block that does not inflate", name);
+    }
+}
+
+/* Decodes every record of a container's blocks with fn. */
+typedef int (*record_fn)(dc *d, void *ctx);
+
+static int read_container(const uint8_t *p, size_t n, const char *name, const char *schema,
+                          const char *content, fr_arena *arena, record_fn fn, void *ctx,
+                          fr_error *err)
+{
+    avro_hdr h;
+    size_t len;
+    FR_TRY(parse_header(p, n, name, &h, err));
     const uint8_t *codec = hdr_get(&h, "avro.codec", &len);
     bool deflate = codec && len == 7 && memcmp(codec, "deflate", 7) == 0;
-    FR_CHECK(!codec || deflate || (len == 4 && memcmp(codec, "null", 4) == 0),
-             FR_ECORRUPT, err, "%s: unsupported Avro codec", name);
-    const uint8_t *wschema = hdr_get(&h, "avro.schema", &len);
-    FR_CHECK(wschema, FR_ECORRUPT, err, "%s: no Avro schema", name);
-    /* The writer's schema must be the expected one before libavro reads the header: its
-     * reader leaks on some malformed headers, and a known schema bounds what it decodes. */
-    avro_schema_t ws = NULL;
-    FR_CHECK(avro_schema_from_json_length((const char *)wschema, len, &ws) == 0, FR_ECORRUPT,
+    FR_CHECK(!codec || deflate || (len == 4 && memcmp(codec, "null", 4) == 0), FR_ECORRUPT,
+             err, "%s: unsupported Avro codec", name);
+    if (content) {
+        const uint8_t *c = hdr_get(&h, "content", &len);
+        FR_CHECK(c && len == strlen(content) && memcmp(c, content, len) == 0, FR_ECORRUPT, err,
+                 "%s: manifest content is not \"%s\"", name, content);
+    }
+    const uint8_t *ws_text = hdr_get(&h, "avro.schema", &len);
+    FR_CHECK(ws_text, FR_ECORRUPT, err, "%s: no Avro schema", name);
+    pthread_once(&avro_once, avro_setup);
+    avro_schema_t ws = NULL, expect = NULL;
+    FR_CHECK(avro_schema_from_json_length((const char *)ws_text, len, &ws) == 0, FR_ECORRUPT,
              err, "%s: bad Avro schema: %s", name, avro_strerror());
-    avro_schema_t expect = NULL;
     if (avro_schema_from_json_length(schema, strlen(schema), &expect) != 0) {
         avro_schema_decref(ws);
         return fr_fail(err, FR_EINVAL, "bad Avro schema: %s", avro_strerror());
     }
     bool same = avro_schema_equal(ws, expect);
     avro_schema_decref(ws);
-    in->expect = expect;
+    avro_schema_decref(expect);
     FR_CHECK(same, FR_ECORRUPT, err,
              "%s: the Avro schema is not the one firth writes for this file", name);
-    if (content) {
-        const uint8_t *c = hdr_get(&h, "content", &len);
-        FR_CHECK(c && len == strlen(content) && memcmp(c, content, len) == 0, FR_ECORRUPT, err,
-                 "%s: manifest content is not \"%s\"", name, content);
-    }
-    FR_TRY(check_blocks(p, n, &h, deflate, name, err));
-    /* fmemopen reads the caller's bytes in place; libavro never writes through it. */
-    FILE *fp = fmemopen((void *)p, n, "rb");
-    if (!fp) return fr_fail_errno(err, errno, "fmemopen for %s", name);
-    if (avro_file_reader_fp(fp, name, 1, &in->r) != 0) {
-        in->r = NULL;
-        return avro_err(err, FR_ECORRUPT, "bad Avro container", name);
-    }
-    /* libavro hands out a new reference to the writer's schema. */
-    avro_schema_t rs = avro_file_reader_get_writer_schema(in->r);
-    bool equal = rs && avro_schema_equal(rs, in->expect);
-    if (rs) avro_schema_decref(rs);
-    FR_CHECK(equal, FR_ECORRUPT, err,
-             "%s: the Avro schema is not the one firth writes for this file", name);
-    in->iface = avro_generic_class_from_schema(in->expect);
-    if (!in->iface) return avro_err(err, FR_ENOMEM, "Avro class", name);
-    if (avro_generic_value_new(in->iface, &in->rec) != 0)
-        return avro_err(err, FR_ENOMEM, "Avro value", name);
-    in->has_rec = true;
-    return 0;
-}
-
-/* 1: a record was read; 0: the end. */
-static int in_next(avro_in *in, fr_error *err)
-{
-    int rc = avro_file_reader_read_value(in->r, &in->rec);
-    if (rc == EOF) return 0;
-    if (rc != 0) return avro_err(err, FR_ECORRUPT, "bad Avro record", in->name);
-    return 1;
-}
-
-#define RD(expr)                                                                             \
-    do {                                                                                     \
-        if ((expr) != 0)                                                                     \
-            return fr_fail(err, FR_ECORRUPT, "%s: bad Avro value: %s", name, avro_strerror()); \
-    } while (0)
-
-static int get_int_at(avro_value_t *rec, int idx, int32_t *out, const char *name, fr_error *err)
-{
-    avro_value_t f;
-    RD(avro_value_get_by_index(rec, (size_t)idx, &f, NULL));
-    RD(avro_value_get_int(&f, out));
-    return 0;
-}
-
-static int get_long_at(avro_value_t *rec, int idx, int64_t *out, const char *name, fr_error *err)
-{
-    avro_value_t f;
-    RD(avro_value_get_by_index(rec, (size_t)idx, &f, NULL));
-    RD(avro_value_get_long(&f, out));
-    return 0;
-}
-
-/* *present false for null. */
-static int get_opt_long_at(avro_value_t *rec, int idx, bool *present, int64_t *out,
-                           const char *name, fr_error *err)
-{
-    avro_value_t f, br;
-    int disc;
-    RD(avro_value_get_by_index(rec, (size_t)idx, &f, NULL));
-    RD(avro_value_get_discriminant(&f, &disc));
-    RD(avro_value_get_current_branch(&f, &br));
-    *present = disc == 1;
-    if (*present) RD(avro_value_get_long(&br, out));
-    return 0;
-}
-
-static int get_str_at(avro_value_t *rec, int idx, fr_arena *arena, const char **out,
-                      const char *name, fr_error *err)
-{
-    avro_value_t f;
-    const char *s;
-    size_t n;
-    RD(avro_value_get_by_index(rec, (size_t)idx, &f, NULL));
-    RD(avro_value_get_string(&f, &s, &n));
-    FR_CHECK(n >= 1 && memchr(s, 0, n - 1) == NULL, FR_ECORRUPT, err,
-             "%s: a string holds a zero byte", name);
-    char *c = fr_arena_strndup(arena, s, n - 1);
-    FR_CHECK(c, FR_ENOMEM, err, "out of memory reading %s", name);
-    *out = c;
-    return 0;
-}
-
-static int get_opt_array(avro_value_t *rec, int idx, avro_value_t *arr, size_t *size,
-                         const char *name, fr_error *err);
-
-/* An optional bytes value copied into arena (*out NULL for null). */
-static int get_opt_bytes(avro_value_t *u, fr_arena *arena, const uint8_t **out, int32_t *len,
-                         const char *name, fr_error *err)
-{
-    avro_value_t br;
-    int disc;
-    RD(avro_value_get_discriminant(u, &disc));
-    RD(avro_value_get_current_branch(u, &br));
-    *out = NULL;
-    *len = 0;
-    if (disc == 0) return 0;
-    const void *b;
-    size_t n;
-    RD(avro_value_get_bytes(&br, &b, &n));
-    FR_CHECK(n <= INT32_MAX, FR_ECORRUPT, err, "%s: a huge bound", name);
-    uint8_t *c = fr_arena_alloc(arena, n ? n : 1);
-    FR_CHECK(c, FR_ENOMEM, err, "out of memory reading %s", name);
-    if (n) memcpy(c, b, n);
-    *out = c;
-    *len = (int32_t)n;
-    return 0;
-}
-
-static int read_summaries(avro_value_t *rec, fr_ice_manifest *m, fr_arena *arena,
-                          const char *name, fr_error *err)
-{
-    avro_value_t arr, u;
-    int disc;
-    size_t n;
-    RD(avro_value_get_by_index(rec, ML_PARTS, &u, NULL));
-    RD(avro_value_get_discriminant(&u, &disc));
-    if (disc == 0) return 0;
-    FR_TRY(get_opt_array(rec, ML_PARTS, &arr, &n, name, err));
-    FR_CHECK(n <= FR_ICE_PARTITION_FIELDS_MAX, FR_ECORRUPT, err,
-             "%s: %zu partition summaries", name, n);
-    m->parts = fr_arena_alloc(arena, (n ? n : 1) * sizeof *m->parts);
-    FR_CHECK(m->parts, FR_ENOMEM, err, "out of memory reading %s", name);
-    for (size_t i = 0; i < n; i++) {
-        avro_value_t el, f, br;
-        fr_ice_field_summary *fs = &m->parts[i];
-        int b;
-        RD(avro_value_get_by_index(&arr, i, &el, NULL));
-        RD(avro_value_get_by_index(&el, 0, &f, NULL));
-        RD(avro_value_get_boolean(&f, &b));
-        fs->contains_null = b != 0;
-        RD(avro_value_get_by_index(&el, 1, &f, NULL));
-        RD(avro_value_get_discriminant(&f, &disc));
-        RD(avro_value_get_current_branch(&f, &br));
-        fs->contains_nan = -1;
-        if (disc == 1) {
-            RD(avro_value_get_boolean(&br, &b));
-            fs->contains_nan = b != 0;
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (deflate && inflateInit2(&zs, -15) != Z_OK)
+        return fr_fail(err, FR_ENOMEM, "inflateInit for %s", name);
+    fr_buf block;
+    fr_buf_init(&block);
+    rd r = {p, n, h.len};
+    int blocks = 0, rc = 0;
+    while (rc == 0 && r.pos < n) {
+        int64_t count, size;
+        if (++blocks > AVRO_BLOCKS_MAX) {
+            rc = fr_fail(err, FR_ECORRUPT, "%s: too many Avro blocks", name);
+            break;
         }
-        RD(avro_value_get_by_index(&el, 2, &f, NULL));
-        FR_TRY(get_opt_bytes(&f, arena, &fs->lower, &fs->lower_len, name, err));
-        RD(avro_value_get_by_index(&el, 3, &f, NULL));
-        FR_TRY(get_opt_bytes(&f, arena, &fs->upper, &fs->upper_len, name, err));
+        if (rd_long(&r, &count) < 0 || rd_long(&r, &size) < 0 || count < 0 ||
+            count > AVRO_BLOCK_OBJECTS_MAX || size < 0 || (uint64_t)size > n - r.pos ||
+            n - r.pos - (size_t)size < 16) {
+            rc = fr_fail(err, FR_ECORRUPT, "%s: Avro block at byte %zu: bad count or size",
+                         name, r.pos);
+            break;
+        }
+        const uint8_t *data = p + r.pos;
+        size_t dlen = (size_t)size;
+        if (deflate) {
+            fr_buf_reset(&block);
+            rc = inflate_block(&zs, data, dlen, &block, name, err);
+            data = block.data;
+            dlen = block.len;
+        }
+        r.pos += (size_t)size;
+        if (rc == 0 && memcmp(p + r.pos, h.sync, 16) != 0)
+            rc = fr_fail(err, FR_ECORRUPT, "%s: Avro block sync marker mismatch at byte %zu",
+                         name, r.pos);
+        r.pos += 16;
+        dc d = {{data, dlen, 0}, name, arena, err};
+        for (int64_t i = 0; rc == 0 && i < count; i++) rc = fn(&d, ctx);
+        if (rc == 0 && d.r.pos != dlen) rc = bad(&d, "bytes left after the block's records");
     }
-    m->nparts = (int)n;
+    if (deflate) inflateEnd(&zs);
+    fr_buf_free(&block);
+    return rc;
+}
+
+/* ---- manifest lists -------------------------------------------------------------------- */
+
+typedef struct list_ctx {
+    fr_ice_manifest *v;
+    int len, cap;
+} list_ctx;
+
+static int summary_item(dc *d, void *ctx, int64_t i)
+{
+    fr_ice_field_summary *fs = ctx ? &((fr_ice_field_summary *)ctx)[i] : NULL;
+    fr_ice_field_summary tmp;
+    if (!fs) fs = &tmp;
+    bool present, nan;
+    size_t len;
+    memset(fs, 0, sizeof *fs);
+    FR_TRY(dc_bool(d, &fs->contains_null));
+    FR_TRY(dc_opt(d, &present));
+    fs->contains_nan = -1;
+    if (present) {
+        FR_TRY(dc_bool(d, &nan));
+        fs->contains_nan = nan;
+    }
+    for (int k = 0; k < 2; k++) {
+        FR_TRY(dc_opt(d, &present));
+        if (!present) continue;
+        const uint8_t *b;
+        if (ctx) FR_TRY(dc_copy(d, false, &b, &len));
+        else FR_TRY(dc_bytes(d, &b, &len));
+        if (len > INT32_MAX) return bad(d, "a huge bound");
+        if (k) fs->upper = b, fs->upper_len = (int32_t)len;
+        else fs->lower = b, fs->lower_len = (int32_t)len;
+    }
+    return 0;
+}
+
+static int dc_opt_bytes(dc *d)
+{
+    bool present;
+    const uint8_t *b;
+    size_t len;
+    FR_TRY(dc_opt(d, &present));
+    return present ? dc_bytes(d, &b, &len) : 0;
+}
+
+static int list_record(dc *d, void *vctx)
+{
+    list_ctx *c = vctx;
+    if (c->len == c->cap) {
+        int cap = c->cap ? c->cap * 2 : 8;
+        fr_ice_manifest *v = fr_realloc(c->v, (size_t)cap * sizeof *v);
+        if (!v) return fr_fail(d->err, FR_ENOMEM, "out of memory reading %s", d->name);
+        c->v = v;
+        c->cap = cap;
+    }
+    fr_ice_manifest *m = &c->v[c->len];
+    memset(m, 0, sizeof *m);
+    int32_t content;
+    FR_TRY(dc_str(d, &m->path));
+    FR_TRY(dc_long(d, &m->length));
+    FR_TRY(dc_int(d, &m->spec_id));
+    FR_TRY(dc_int(d, &content));
+    FR_TRY(dc_long(d, &m->seq));
+    FR_TRY(dc_long(d, &m->min_seq));
+    FR_TRY(dc_long(d, &m->added_snapshot_id));
+    FR_TRY(dc_int(d, &m->added_files));
+    FR_TRY(dc_int(d, &m->existing_files));
+    FR_TRY(dc_int(d, &m->deleted_files));
+    FR_TRY(dc_long(d, &m->added_rows));
+    FR_TRY(dc_long(d, &m->existing_rows));
+    FR_TRY(dc_long(d, &m->deleted_rows));
+    int64_t np;
+    FR_TRY(dc_peek_count(d, summary_item, &np));
+    if (np > FR_ICE_PARTITION_FIELDS_MAX) return bad(d, "too many partition summaries");
+    size_t pos = d->r.pos;
+    bool present;
+    FR_TRY(dc_opt(d, &present));
+    d->r.pos = pos;
+    if (present) {
+        m->parts = fr_arena_alloc(d->arena, (size_t)(np ? np : 1) * sizeof *m->parts);
+        if (!m->parts) return fr_fail(d->err, FR_ENOMEM, "out of memory reading %s", d->name);
+    }
+    FR_TRY(dc_opt_array(d, summary_item, m->parts, &np));
+    m->nparts = (int)np;
+    FR_TRY(dc_opt_bytes(d));
+    if ((content != 0 && content != 1) || m->seq < 0 || m->min_seq < 0 || m->length < 0)
+        return fr_fail(d->err, FR_ECORRUPT, "%s: manifest %d has bad content or sequence numbers",
+                       d->name, c->len);
+    m->content = content;
+    c->len++;
     return 0;
 }
 
 int fr_avro_read_manifest_list(const uint8_t *p, size_t n, const char *name, fr_arena *arena,
                                fr_ice_manifest **out, int *count, fr_error *err)
 {
-    *out = NULL;
-    *count = 0;
-    avro_in in;
-    int rc = in_open(&in, p, n, name, MANIFEST_LIST_SCHEMA, NULL, err);
-    fr_ice_manifest *v = NULL;
-    int len = 0, cap = 0;
-    while (rc == 0 && (rc = in_next(&in, err)) == 1) {
-        rc = 0;
-        if (len == cap) {
-            cap = cap ? cap * 2 : 8;
-            fr_ice_manifest *nv = fr_realloc(v, (size_t)cap * sizeof *v);
-            if (!nv) { rc = fr_fail(err, FR_ENOMEM, "out of memory reading %s", name); break; }
-            v = nv;
-        }
-        fr_ice_manifest *m = &v[len];
-        memset(m, 0, sizeof *m);
-        avro_value_t *r = &in.rec;
-        int32_t content;
-        FR_GOTO(get_str_at(r, ML_PATH, arena, &m->path, name, err));
-        FR_GOTO(get_long_at(r, ML_LENGTH, &m->length, name, err));
-        FR_GOTO(get_int_at(r, ML_SPEC, &m->spec_id, name, err));
-        FR_GOTO(get_int_at(r, ML_CONTENT, &content, name, err));
-        FR_GOTO(get_long_at(r, ML_SEQ, &m->seq, name, err));
-        FR_GOTO(get_long_at(r, ML_MIN_SEQ, &m->min_seq, name, err));
-        FR_GOTO(get_long_at(r, ML_SNAP, &m->added_snapshot_id, name, err));
-        FR_GOTO(get_int_at(r, ML_ADDED_F, &m->added_files, name, err));
-        FR_GOTO(get_int_at(r, ML_EXIST_F, &m->existing_files, name, err));
-        FR_GOTO(get_int_at(r, ML_DEL_F, &m->deleted_files, name, err));
-        FR_GOTO(get_long_at(r, ML_ADDED_R, &m->added_rows, name, err));
-        FR_GOTO(get_long_at(r, ML_EXIST_R, &m->existing_rows, name, err));
-        FR_GOTO(get_long_at(r, ML_DEL_R, &m->deleted_rows, name, err));
-        FR_GOTO(read_summaries(r, m, arena, name, err));
-        if ((content != 0 && content != 1) || m->seq < 0 || m->min_seq < 0 || m->length < 0) {
-            rc = fr_fail(err, FR_ECORRUPT, "%s: manifest %d has bad content or sequence numbers",
-                         name, len);
-            goto fail;
-        }
-        m->content = content;
-        len++;
-    }
-fail:
-    in_free(&in);
+    list_ctx c = {0};
+    int rc = read_container(p, n, name, MANIFEST_LIST_SCHEMA, NULL, arena, list_record, &c, err);
     if (rc < 0) {
-        fr_free(v);
+        fr_free(c.v);
+        *out = NULL;
+        *count = 0;
         return rc;
     }
-    *out = v;
-    *count = len;
+    *out = c.v;
+    *count = c.len;
     return 0;
 }
 
-static int read_partition(avro_value_t *part, const fr_ice_part_spec *ps, fr_arena *arena,
-                          fr_value *vals, const char *name, fr_error *err)
+/* ---- manifests ------------------------------------------------------------------------- */
+
+typedef struct man_ctx {
+    const fr_ice_part_spec *ps;
+    const fr_ice_manifest *man;
+    fr_ice_file *v;
+    int len, cap;
+    fr_ice_file *f;      /* the entry being read */
+    int map_kind;        /* 0..4: sizes, values, nulls, lower, upper */
+    bool counting;       /* first pass over the maps: count entries only */
+    int stats_cap;
+} man_ctx;
+
+static int read_partition_value(dc *d, const fr_type *t, fr_value *out)
 {
-    for (int i = 0; i < ps->n; i++) {
-        avro_value_t f, br;
-        int disc;
-        fr_type t = ps->types[i];
-        RD(avro_value_get_by_index(part, (size_t)i, &f, NULL));
-        RD(avro_value_get_discriminant(&f, &disc));
-        RD(avro_value_get_current_branch(&f, &br));
-        if (disc == 0) {
-            vals[i] = fr_value_null(t);
-            continue;
-        }
-        switch (t.id) {
-        case FR_T_BOOLEAN: {
-            int b;
-            RD(avro_value_get_boolean(&br, &b));
-            vals[i] = fr_value_bool(t, b != 0);
-            break;
-        }
-        case FR_T_TINYINT: case FR_T_SMALLINT: case FR_T_INT: case FR_T_DATE: {
-            int32_t x;
-            RD(avro_value_get_int(&br, &x));
-            vals[i] = fr_value_int(t, x);
-            break;
-        }
-        case FR_T_BIGINT: case FR_T_TIME: case FR_T_TIMESTAMP: case FR_T_TIMESTAMP_LTZ: {
-            int64_t x;
-            RD(avro_value_get_long(&br, &x));
-            vals[i] = fr_value_int(t, x);
-            break;
-        }
-        case FR_T_FLOAT: {
-            float x;
-            RD(avro_value_get_float(&br, &x));
-            vals[i] = fr_value_double(t, x);
-            break;
-        }
-        case FR_T_DOUBLE: {
-            double x;
-            RD(avro_value_get_double(&br, &x));
-            vals[i] = fr_value_double(t, x);
-            break;
-        }
-        case FR_T_CHAR: case FR_T_VARCHAR: case FR_T_STRING: case FR_T_BYTES: {
-            const void *b;
-            size_t n;
-            if (t.id == FR_T_BYTES) RD(avro_value_get_bytes(&br, &b, &n));
-            else {
-                RD(avro_value_get_string(&br, (const char **)&b, &n));
-                FR_CHECK(n >= 1, FR_ECORRUPT, err, "%s: bad partition string", name);
-                n--;
-            }
-            uint8_t *c = fr_arena_alloc(arena, n ? n : 1);
-            FR_CHECK(c, FR_ENOMEM, err, "out of memory reading %s", name);
-            if (n) memcpy(c, b, n);
-            vals[i] = fr_value_str(t, c, n);
-            break;
-        }
-        case FR_T_DECIMAL: {
-            const void *b;
-            size_t n;
-            fr_value v;
-            RD(avro_value_get_fixed(&br, &b, &n));
-            FR_CHECK(fr_ice_bound_decode(b, n, &t, &v, NULL) == 0, FR_ECORRUPT, err,
-                     "%s: a partition decimal of %zu bytes", name, n);
-            FR_CHECK(fr_decimal_fits(v.v.d, t.precision), FR_ECORRUPT, err,
-                     "%s: partition decimal out of range", name);
-            vals[i] = v;
-            break;
-        }
-        }
+    bool present;
+    FR_TRY(dc_opt(d, &present));
+    if (!present) {
+        *out = fr_value_null(*t);
+        return 0;
     }
-    return 0;
-}
-
-/* The array of an optional field, or size 0 when it is null. */
-static int get_opt_array(avro_value_t *rec, int idx, avro_value_t *arr, size_t *size,
-                         const char *name, fr_error *err)
-{
-    avro_value_t f;
-    int disc;
-    RD(avro_value_get_by_index(rec, (size_t)idx, &f, NULL));
-    RD(avro_value_get_discriminant(&f, &disc));
-    *size = 0;
-    if (disc == 0) return 0;
-    RD(avro_value_get_current_branch(&f, arr));
-    RD(avro_value_get_size(arr, size));
-    FR_CHECK(*size <= AVRO_MAP_ENTRIES_MAX, FR_ECORRUPT, err, "%s: an array of %zu entries",
-             name, *size);
-    return 0;
+    switch (t->id) {
+    case FR_T_BOOLEAN: {
+        bool b;
+        FR_TRY(dc_bool(d, &b));
+        *out = fr_value_bool(*t, b);
+        return 0;
+    }
+    case FR_T_TINYINT: case FR_T_SMALLINT: case FR_T_INT: case FR_T_DATE: {
+        int32_t x;
+        FR_TRY(dc_int(d, &x));
+        *out = fr_value_int(*t, x);
+        return 0;
+    }
+    case FR_T_BIGINT: case FR_T_TIME: case FR_T_TIMESTAMP: case FR_T_TIMESTAMP_LTZ: {
+        int64_t x;
+        FR_TRY(dc_long(d, &x));
+        *out = fr_value_int(*t, x);
+        return 0;
+    }
+    case FR_T_FLOAT: case FR_T_DOUBLE: {
+        const uint8_t *b;
+        int w = t->id == FR_T_FLOAT ? 4 : 8;
+        FR_TRY(dc_raw(d, (size_t)w, &b));
+        FR_TRY(fr_ice_bound_decode(b, (size_t)w, t, out, d->err));
+        return 0;
+    }
+    case FR_T_CHAR: case FR_T_VARCHAR: case FR_T_STRING: case FR_T_BYTES: {
+        const uint8_t *b;
+        size_t len;
+        FR_TRY(dc_copy(d, t->id != FR_T_BYTES, &b, &len));
+        *out = fr_value_str(*t, b, len);
+        return 0;
+    }
+    case FR_T_DECIMAL: {
+        const uint8_t *b;
+        size_t w = (size_t)decimal_bytes(t->precision);
+        FR_TRY(dc_raw(d, w, &b));
+        if (fr_ice_bound_decode(b, w, t, out, NULL) < 0 || !fr_decimal_fits(out->v.d, t->precision))
+            return bad(d, "partition decimal out of range");
+        return 0;
+    }
+    }
+    return bad(d, "unknown partition type");
 }
 
 static fr_ice_col_stat *stat_of(fr_ice_file *f, int32_t id, int cap)
@@ -1103,125 +1099,159 @@ static fr_ice_col_stat *stat_of(fr_ice_file *f, int32_t id, int cap)
     return s;
 }
 
-static int read_maps(avro_value_t *df, fr_ice_file *f, fr_arena *arena, const char *name,
-                     fr_error *err)
+static int map_item(dc *d, void *vctx, int64_t i)
 {
-    static const int idx[] = {DF_SIZES, DF_VALUES, DF_NULLS, DF_LOWER, DF_UPPER};
-    size_t total = 0, sizes[5];
-    avro_value_t arrs[5];
-    for (int k = 0; k < 5; k++) {
-        FR_TRY(get_opt_array(df, idx[k], &arrs[k], &sizes[k], name, err));
-        total += sizes[k];
+    (void)i;
+    man_ctx *c = vctx;
+    int32_t id;
+    int64_t x = 0;
+    const uint8_t *b = NULL;
+    size_t len = 0;
+    FR_TRY(dc_int(d, &id));
+    if (c->map_kind <= 2) {
+        FR_TRY(dc_long(d, &x));
+        if (x < 0) return bad(d, "a negative count");
+    } else if (c->counting) {
+        FR_TRY(dc_bytes(d, &b, &len));
+    } else {
+        FR_TRY(dc_copy(d, false, &b, &len));
     }
-    int cap = (int)total;
-    f->stats = fr_arena_alloc(arena, (size_t)(cap ? cap : 1) * sizeof *f->stats);
-    FR_CHECK(f->stats, FR_ENOMEM, err, "out of memory reading %s", name);
-    for (int k = 0; k < 5; k++) {
-        for (size_t i = 0; i < sizes[k]; i++) {
-            avro_value_t el, key, val;
-            int32_t id;
-            RD(avro_value_get_by_index(&arrs[k], i, &el, NULL));
-            RD(avro_value_get_by_index(&el, 0, &key, NULL));
-            RD(avro_value_get_int(&key, &id));
-            RD(avro_value_get_by_index(&el, 1, &val, NULL));
-            fr_ice_col_stat *s = stat_of(f, id, cap);
-            FR_CHECK(s, FR_ECORRUPT, err, "%s: bad column statistics", name);
-            if (k <= 2) {
-                int64_t x;
-                RD(avro_value_get_long(&val, &x));
-                FR_CHECK(x >= 0, FR_ECORRUPT, err, "%s: a negative count", name);
-                if (k == 0) s->size = x;
-                else if (k == 1) s->values = x;
-                else s->nulls = x;
-            } else {
-                const void *b;
-                size_t n;
-                RD(avro_value_get_bytes(&val, &b, &n));
-                FR_CHECK(n <= INT32_MAX, FR_ECORRUPT, err, "%s: a huge bound", name);
-                uint8_t *c = fr_arena_alloc(arena, n ? n : 1);
-                FR_CHECK(c, FR_ENOMEM, err, "out of memory reading %s", name);
-                if (n) memcpy(c, b, n);
-                if (k == 3) s->lower = c, s->lower_len = (int32_t)n;
-                else s->upper = c, s->upper_len = (int32_t)n;
-            }
-        }
+    if (len > INT32_MAX) return bad(d, "a huge bound");
+    if (c->counting) {
+        c->stats_cap++;
+        return 0;
+    }
+    fr_ice_col_stat *s = stat_of(c->f, id, c->stats_cap);
+    if (!s) return bad(d, "too many column statistics");
+    switch (c->map_kind) {
+    case 0: s->size = x; break;
+    case 1: s->values = x; break;
+    case 2: s->nulls = x; break;
+    case 3: s->lower = b, s->lower_len = (int32_t)len; break;
+    default: s->upper = b, s->upper_len = (int32_t)len; break;
     }
     return 0;
 }
 
-static int read_lists(avro_value_t *df, fr_ice_file *f, fr_arena *arena, const char *name,
-                      fr_error *err)
+static int long_item(dc *d, void *vctx, int64_t i)
 {
-    avro_value_t arr, el;
-    size_t n;
-    FR_TRY(get_opt_array(df, DF_SPLITS, &arr, &n, name, err));
-    f->splits = fr_arena_alloc(arena, (n ? n : 1) * sizeof *f->splits);
-    FR_CHECK(f->splits, FR_ENOMEM, err, "out of memory reading %s", name);
-    for (size_t i = 0; i < n; i++) {
-        RD(avro_value_get_by_index(&arr, i, &el, NULL));
-        RD(avro_value_get_long(&el, &f->splits[i]));
-    }
+    man_ctx *c = vctx;
+    int64_t x;
+    FR_TRY(dc_long(d, &x));
+    if (c) c->f->splits[i] = x;
+    return 0;
+}
+
+static int int_item(dc *d, void *vctx, int64_t i)
+{
+    man_ctx *c = vctx;
+    int32_t x;
+    FR_TRY(dc_int(d, &x));
+    if (c) c->f->eq_ids[i] = x;
+    return 0;
+}
+
+/* Reads the five statistics maps: a first pass counts their entries, which bound the
+ * columns described, a second fills them in. */
+static int read_maps(dc *d, man_ctx *c)
+{
+    size_t pos = d->r.pos;
+    int64_t n;
+    c->counting = true;
+    c->stats_cap = 0;
+    for (c->map_kind = 0; c->map_kind < 5; c->map_kind++) FR_TRY(dc_opt_array(d, map_item, c, &n));
+    d->r.pos = pos;
+    c->counting = false;
+    c->f->stats = fr_arena_alloc(d->arena, (size_t)(c->stats_cap ? c->stats_cap : 1) *
+                                               sizeof *c->f->stats);
+    if (!c->f->stats) return fr_fail(d->err, FR_ENOMEM, "out of memory reading %s", d->name);
+    for (c->map_kind = 0; c->map_kind < 5; c->map_kind++) FR_TRY(dc_opt_array(d, map_item, c, &n));
+    return 0;
+}
+
+static int read_lists(dc *d, man_ctx *c)
+{
+    fr_ice_file *f = c->f;
+    int64_t n;
+    FR_TRY(dc_peek_count(d, long_item, &n));
+    f->splits = fr_arena_alloc(d->arena, (size_t)(n ? n : 1) * sizeof *f->splits);
+    if (!f->splits) return fr_fail(d->err, FR_ENOMEM, "out of memory reading %s", d->name);
+    FR_TRY(dc_opt_array(d, long_item, c, &n));
     f->nsplits = (int)n;
-    FR_TRY(get_opt_array(df, DF_EQ_IDS, &arr, &n, name, err));
-    f->eq_ids = fr_arena_alloc(arena, (n ? n : 1) * sizeof *f->eq_ids);
-    FR_CHECK(f->eq_ids, FR_ENOMEM, err, "out of memory reading %s", name);
-    for (size_t i = 0; i < n; i++) {
-        RD(avro_value_get_by_index(&arr, i, &el, NULL));
-        RD(avro_value_get_int(&el, &f->eq_ids[i]));
-    }
+    FR_TRY(dc_peek_count(d, int_item, &n));
+    f->eq_ids = fr_arena_alloc(d->arena, (size_t)(n ? n : 1) * sizeof *f->eq_ids);
+    if (!f->eq_ids) return fr_fail(d->err, FR_ENOMEM, "out of memory reading %s", d->name);
+    FR_TRY(dc_opt_array(d, int_item, c, &n));
     f->neq = (int)n;
+    bool present;
+    int32_t sort;
+    FR_TRY(dc_opt(d, &present));
+    if (present) FR_TRY(dc_int(d, &sort));
     return 0;
 }
 
-static int read_entry(avro_value_t *rec, const fr_ice_part_spec *ps, const fr_ice_manifest *man,
-                      fr_arena *arena, fr_ice_file *f, const char *name, fr_error *err)
+/* An optional long: inherited from the manifest list when null (only by ADDED entries). */
+static int read_seq(dc *d, const man_ctx *c, int status, int64_t inherited, int64_t *out,
+                    const char *what)
 {
-    avro_value_t df, part;
-    bool has_snap, has_seq, has_fseq;
-    int32_t status, content;
+    bool present;
+    FR_TRY(dc_opt(d, &present));
+    if (present) {
+        FR_TRY(dc_long(d, out));
+        if (*out < 0) return bad(d, "a negative sequence number or id");
+        return 0;
+    }
+    if (!c->man || (status != 1 && strcmp(what, "snapshot id") != 0))
+        return fr_fail(d->err, FR_ECORRUPT, "%s: an entry without a %s", d->name, what);
+    *out = inherited;
+    return 0;
+}
+
+static int entry_record(dc *d, void *vctx)
+{
+    man_ctx *c = vctx;
+    if (c->len == c->cap) {
+        int cap = c->cap ? c->cap * 2 : 16;
+        fr_ice_file *v = fr_realloc(c->v, (size_t)cap * sizeof *v);
+        if (!v) return fr_fail(d->err, FR_ENOMEM, "out of memory reading %s", d->name);
+        c->v = v;
+        c->cap = cap;
+    }
+    fr_ice_file *f = c->f = &c->v[c->len];
     memset(f, 0, sizeof *f);
-    FR_TRY(get_int_at(rec, ME_STATUS, &status, name, err));
-    FR_TRY(get_opt_long_at(rec, ME_SNAP, &has_snap, &f->snapshot_id, name, err));
-    FR_TRY(get_opt_long_at(rec, ME_SEQ, &has_seq, &f->seq, name, err));
-    FR_TRY(get_opt_long_at(rec, ME_FILE_SEQ, &has_fseq, &f->file_seq, name, err));
-    FR_CHECK(status >= 0 && status <= 2, FR_ECORRUPT, err, "%s: entry status %d", name, status);
+    int32_t status, content;
+    const fr_ice_manifest *m = c->man;
+    FR_TRY(dc_int(d, &status));
+    if (status < 0 || status > 2) return bad(d, "bad entry status");
     f->status = status;
-    /* Sequence numbers are inherited from the manifest list only by ADDED entries. */
-    bool inherit = man && status == 1;
-    if (!has_snap) {
-        FR_CHECK(man, FR_ECORRUPT, err, "%s: an entry without a snapshot id", name);
-        f->snapshot_id = man->added_snapshot_id;
-    }
-    if (!has_seq) {
-        FR_CHECK(inherit, FR_ECORRUPT, err, "%s: an entry without a sequence number", name);
-        f->seq = man->seq;
-    }
-    if (!has_fseq) {
-        FR_CHECK(inherit, FR_ECORRUPT, err, "%s: an entry without a file sequence number", name);
-        f->file_seq = man->seq;
-    }
-    FR_CHECK(f->seq >= 0 && f->file_seq >= 0, FR_ECORRUPT, err, "%s: negative sequence number",
-             name);
-    RD(avro_value_get_by_index(rec, ME_FILE, &df, NULL));
-    FR_TRY(get_int_at(&df, DF_CONTENT, &content, name, err));
-    FR_CHECK(content >= 0 && content <= 2, FR_ECORRUPT, err, "%s: file content %d", name, content);
+    FR_TRY(read_seq(d, c, status, m ? m->added_snapshot_id : 0, &f->snapshot_id, "snapshot id"));
+    FR_TRY(read_seq(d, c, status, m ? m->seq : 0, &f->seq, "sequence number"));
+    FR_TRY(read_seq(d, c, status, m ? m->seq : 0, &f->file_seq, "file sequence number"));
+    FR_TRY(dc_int(d, &content));
+    if (content < 0 || content > 2) return bad(d, "bad file content");
     f->content = content;
-    FR_TRY(get_str_at(&df, DF_PATH, arena, &f->path, name, err));
     const char *format;
-    FR_TRY(get_str_at(&df, DF_FORMAT, arena, &format, name, err));
-    FR_CHECK(strcasecmp(format, "parquet") == 0, FR_EUNSUPPORTED, err,
-             "%s: file format %.20s (firth reads Parquet)", name, format);
-    RD(avro_value_get_by_index(&df, DF_PART, &part, NULL));
+    FR_TRY(dc_str(d, &f->path));
+    FR_TRY(dc_str(d, &format));
+    if (strcasecmp(format, "parquet") != 0)
+        return fr_fail(d->err, FR_EUNSUPPORTED, "%s: file format %.20s (firth reads Parquet)",
+                       d->name, format);
+    const fr_ice_part_spec *ps = c->ps;
     f->npart = ps->n;
-    f->part = fr_arena_alloc(arena, (size_t)(ps->n ? ps->n : 1) * sizeof *f->part);
-    FR_CHECK(f->part, FR_ENOMEM, err, "out of memory reading %s", name);
-    FR_TRY(read_partition(&part, ps, arena, f->part, name, err));
-    FR_TRY(get_long_at(&df, DF_RECORDS, &f->records, name, err));
-    FR_TRY(get_long_at(&df, DF_BYTES, &f->file_bytes, name, err));
-    FR_CHECK(f->records >= 0 && f->file_bytes >= 0, FR_ECORRUPT, err,
-             "%s: negative record count or size", name);
-    FR_TRY(read_maps(&df, f, arena, name, err));
-    return read_lists(&df, f, arena, name, err);
+    f->part = fr_arena_alloc(d->arena, (size_t)(ps->n ? ps->n : 1) * sizeof *f->part);
+    if (!f->part) return fr_fail(d->err, FR_ENOMEM, "out of memory reading %s", d->name);
+    for (int i = 0; i < ps->n; i++) FR_TRY(read_partition_value(d, &ps->types[i], &f->part[i]));
+    FR_TRY(dc_long(d, &f->records));
+    FR_TRY(dc_long(d, &f->file_bytes));
+    if (f->records < 0 || f->file_bytes < 0) return bad(d, "negative record count or size");
+    FR_TRY(read_maps(d, c));
+    FR_TRY(dc_opt_bytes(d));
+    FR_TRY(read_lists(d, c));
+    if (m && (f->content == 0) != (m->content == 0))
+        return fr_fail(d->err, FR_ECORRUPT, "%s: a %s file in a %s manifest", d->name,
+                       f->content ? "delete" : "data", m->content ? "delete" : "data");
+    c->len++;
+    return 0;
 }
 
 int fr_avro_read_manifest(const uint8_t *p, size_t n, const char *name,
@@ -1234,37 +1264,18 @@ int fr_avro_read_manifest(const uint8_t *p, size_t n, const char *name,
     fr_buf_init(&schema);
     int rc = manifest_schema_json(ps, &schema, err);
     if (rc == 0) rc = fr_buf_append(&schema, "", 1, err);
-    if (rc < 0) {
-        fr_buf_free(&schema);
-        return rc;
-    }
-    avro_in in;
+    man_ctx c = {.ps = ps, .man = man};
     const char *content = man ? (man->content ? "deletes" : "data") : NULL;
-    rc = in_open(&in, p, n, name, (const char *)schema.data, content, err);
-    fr_ice_file *v = NULL;
-    int len = 0, cap = 0;
-    while (rc == 0 && (rc = in_next(&in, err)) == 1) {
-        rc = 0;
-        if (len == cap) {
-            cap = cap ? cap * 2 : 16;
-            fr_ice_file *nv = fr_realloc(v, (size_t)cap * sizeof *v);
-            if (!nv) { rc = fr_fail(err, FR_ENOMEM, "out of memory reading %s", name); break; }
-            v = nv;
-        }
-        rc = read_entry(&in.rec, ps, man, arena, &v[len], name, err);
-        if (rc == 0 && man && (v[len].content == 0) != (man->content == 0))
-            rc = fr_fail(err, FR_ECORRUPT, "%s: a %s file in a %s manifest", name,
-                         v[len].content ? "delete" : "data", man->content ? "delete" : "data");
-        len++;
-    }
-    in_free(&in);
+    if (rc == 0)
+        rc = read_container(p, n, name, (const char *)schema.data, content, arena, entry_record,
+                            &c, err);
     fr_buf_free(&schema);
     if (rc < 0) {
-        fr_free(v);
+        fr_free(c.v);
         return rc;
     }
-    *out = v;
-    *count = len;
+    *out = c.v;
+    *count = c.len;
     return 0;
 }
 
