@@ -7,6 +7,7 @@
 #ifndef FIRTH_LAKE_PARQUET_INT_H
 #define FIRTH_LAKE_PARQUET_INT_H
 
+#include "firth/firth.h" /* FIRTH_VERSION, for created_by */
 #include "lake/lake.h"
 
 /* parquet.thrift's Type */
@@ -37,8 +38,7 @@ enum { PQ_CODEC_GZIP = 2, PQ_CODEC_LZ4_RAW = 7 };
 enum { PQ_PAGE_DATA = 0, PQ_PAGE_INDEX = 1, PQ_PAGE_DICTIONARY = 2, PQ_PAGE_DATA_V2 = 3 };
 
 #define PQ_MAGIC "PAR1"
-#define PQ_CREATED_BY "firth version " FR_LAKE_VERSION " (build release)"
-#define FR_LAKE_VERSION "0.1.0" /* kept equal to FIRTH_VERSION in include/firth/firth.h */
+#define PQ_CREATED_BY "firth version " FIRTH_VERSION " (build release)"
 /* Statistics of strings and bytes longer than this are not written (min/max absent). */
 #define PQ_STATS_BYTES_MAX 256
 

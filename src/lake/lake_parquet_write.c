@@ -19,6 +19,7 @@
 
 #define PQ_SLICE_ROWS 4096
 #define PQ_PAGE_ROWS_MAX 20000
+#define PQ_DICT_PROBE 1024 /* values seen before a dictionary of distinct values is dropped */
 
 /* Min and max of one column over non-null values, in firth's representation. */
 typedef struct pq_minmax {
@@ -644,12 +645,27 @@ static int encode_dict(fr_parquet_writer *w, pq_colw *cw, const fr_column *c, in
         memcpy(cw->vals.data + cw->vals.len, &idx, 4);
         cw->vals.len += 4;
         cw->page_plain_bytes += (int64_t)n + (cw->width == 0 ? 4 : 0);
-        if ((int64_t)cw->dict.plain.len > w->opts.dict_bytes_max) {
+        if ((int64_t)cw->dict.plain.len > w->opts.dict_bytes_max ||
+            (!cw->dict_checked && cw->vals.len == 4 * PQ_DICT_PROBE)) {
             *stop = r + 1;
             return 0;
         }
     }
     *stop = r1;
+    return 0;
+}
+
+/* After the first PQ_DICT_PROBE values of a chunk: a dictionary that holds nearly every
+ * value it saw is dropped at once (the rows so far are rewritten PLAIN), rather than hashing
+ * a whole page of distinct values first. */
+static int dict_probe(fr_parquet_writer *w, pq_colw *cw, fr_error *err)
+{
+    if (!cw->dict_on || cw->dict_checked || cw->vals.len != 4 * PQ_DICT_PROBE) return 0;
+    if ((int64_t)cw->dict.count * 10 < (int64_t)PQ_DICT_PROBE * 9) return 0;
+    FR_TRY(page_undict(w, cw, err));
+    dict_clear(&cw->dict);
+    cw->dict_on = false;
+    cw->dict_checked = true;
     return 0;
 }
 
@@ -667,6 +683,7 @@ static int add_rows(fr_parquet_writer *w, pq_colw *cw, const fr_column *c, int64
         FR_TRY(append_defs(cw, c, r0, stop, err));
         cw->page_rows += stop - r0;
         r0 = stop;
+        FR_TRY(dict_probe(w, cw, err));
         if (cw->dict_on && (int64_t)cw->dict.plain.len > w->opts.dict_bytes_max) {
             FR_TRY(flush_page(w, cw, err));
             cw->dict_on = false; /* PLAIN for the rest of the chunk */
