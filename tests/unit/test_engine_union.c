@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -581,6 +582,60 @@ static int key_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Appends batches of increasing keys until stopped: keys below `acked` are acknowledged,
+ * keys from `started` on are not written yet. */
+typedef struct writer {
+    fr_table *t;
+    atomic_bool stop;
+    atomic_llong started, acked;
+    char error[512];
+} writer;
+
+static void *write_loop(void *arg)
+{
+    writer *w = arg;
+    fr_builder *bld = NULL;
+    fr_error e = {0};
+    if (fr_builder_new(fr_table_schema(w->t), &bld, &e) < 0) goto fail;
+    while (!atomic_load(&w->stop)) {
+        int64_t first = atomic_load(&w->started), n = 1 + pick(40);
+        for (int64_t k = first; k < first + n; k++) append_row(bld, k, "-", false);
+        fr_batch *b = NULL;
+        if (fr_builder_finish(bld, &b, &e) < 0) goto fail;
+        atomic_store(&w->started, first + n);
+        int rc = fr_table_append(w->t, b, FR_NO_WRITER, -1, NULL, &e);
+        fr_batch_free(b);
+        if (rc < 0) goto fail;
+        atomic_store(&w->acked, first + n);
+    }
+    fr_builder_free(bld);
+    return NULL;
+fail:
+    snprintf(w->error, sizeof w->error, "writer: %s", e.msg);
+    fr_builder_free(bld);
+    return NULL;
+}
+
+/* Keys of one union read (sorted): none twice, every key acknowledged before the read
+ * began, none written after it ended. */
+static void check_keys(const keys *got, int64_t before, int64_t after, const char *when, int i)
+{
+    for (int64_t j = 0; j < got->n; j++) {
+        if (j > 0 && got->v[j] == got->v[j - 1])
+            fail_msg("seed %llu: union read %d %s: key %lld read twice",
+                     (unsigned long long)run_seed, i, when, (long long)got->v[j]);
+        if (j < before && got->v[j] != j)
+            fail_msg("seed %llu: union read %d %s: key %lld, written before the read, is lost",
+                     (unsigned long long)run_seed, i, when, (long long)j);
+        if (got->v[j] >= after)
+            fail_msg("seed %llu: union read %d %s: key %lld was not written when it ended",
+                     (unsigned long long)run_seed, i, when, (long long)got->v[j]);
+    }
+    if (got->n < before)
+        fail_msg("seed %llu: union read %d %s returned %lld rows; %lld were written before it",
+                 (unsigned long long)run_seed, i, when, (long long)got->n, (long long)before);
+}
+
 static void test_log_concurrent_tiering(void **state)
 {
     (void)state;
@@ -594,28 +649,36 @@ static void test_log_concurrent_tiering(void **state)
     assert_int_equal(pthread_create(&th, NULL, tier_loop, &b), 0);
     int cols[] = {C_K};
     fr_union_spec spec = {.columns = cols, .ncolumns = 1};
-    for (int i = 0; i < 60 && !b.error[0]; i++) {
-        int64_t before = next_log_key;
+    /* Reads and writes in turn, rounds running all along: exactly the rows written. */
+    for (int i = 0; i < 40 && !b.error[0]; i++) {
         keys got = {0};
         CHECK(fr_table_scan_union(t, &spec, on_keys, &got, &err));
-        int64_t after = next_log_key;
         qsort(got.v, (size_t)got.n, sizeof *got.v, key_cmp);
-        for (int64_t j = 0; j < got.n; j++) {
-            if (got.v[j] != j)
-                fail_msg("seed %llu: union read %d during tiering: row %lld has key %lld "
-                         "(a row %s)", (unsigned long long)run_seed, i, (long long)j,
-                         (long long)got.v[j], got.v[j] < j ? "read twice" : "lost");
-        }
-        if (got.n < before || got.n > after)
-            fail_msg("seed %llu: union read %d returned %lld rows; %lld were written before it "
-                     "and %lld after", (unsigned long long)run_seed, i, (long long)got.n,
-                     (long long)before, (long long)after);
+        check_keys(&got, next_log_key, next_log_key, "during tiering", i);
         free(got.v);
         write_log(t, false, 1 + pick(40));
     }
+    /* Reads while another thread appends and rounds run. */
+    writer w = {.t = t};
+    atomic_init(&w.started, next_log_key);
+    atomic_init(&w.acked, next_log_key);
+    pthread_t wt;
+    assert_int_equal(pthread_create(&wt, NULL, write_loop, &w), 0);
+    for (int i = 0; i < 40 && !b.error[0] && !w.error[0]; i++) {
+        int64_t before = atomic_load(&w.acked);
+        keys got = {0};
+        CHECK(fr_table_scan_union(t, &spec, on_keys, &got, &err));
+        int64_t after = atomic_load(&w.started);
+        qsort(got.v, (size_t)got.n, sizeof *got.v, key_cmp);
+        check_keys(&got, before, after, "during tiering and appends", i);
+        free(got.v);
+    }
+    atomic_store(&w.stop, true);
+    pthread_join(wt, NULL);
     b.stop = true;
     pthread_join(th, NULL);
     if (b.error[0]) fail_msg("seed %llu: %s", (unsigned long long)run_seed, b.error);
+    if (w.error[0]) fail_msg("seed %llu: %s", (unsigned long long)run_seed, w.error);
     fprintf(stderr, "test_engine_union: %d tiering rounds ran during the reads\n", b.rounds);
     fr_table_release(t);
 }
