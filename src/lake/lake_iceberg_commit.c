@@ -661,6 +661,92 @@ nomem:
     return fr_fail(err, FR_ENOMEM, "out of memory building the metadata of a commit");
 }
 
+/* Merges the manifests of one kind (0 data, 1 deletes) among old[0..nold) into one
+ * manifest of their live entries, marked EXISTING with their sequence numbers, when the
+ * list would otherwise hold more than the table's limit; *merged is set when it did. Fast
+ * appends add a manifest per commit, and scans read every manifest of the list. */
+static int merge_kind(fr_iceberg_commit *c, int kind, int nnew_kind, const fr_ice_manifest *old,
+                      int nold, int64_t snap_id, int64_t seq, fr_ice_manifest *out,
+                      bool *merged, fr_error *err)
+{
+    *merged = false;
+    int nk = 0;
+    for (int i = 0; i < nold; i++) nk += old[i].content == kind;
+    if (nk < 2 || nk + nnew_kind <= c->t->merge_min) return 0;
+    fr_ice_file *all = NULL;
+    int n = 0, cap = 0, rc = 0;
+    int64_t rows = 0, min_seq = seq;
+    for (int i = 0; i < nold; i++) {
+        if (old[i].content != kind) continue;
+        fr_ice_file *files = NULL;
+        int nf = 0;
+        FR_GOTO(fr_avro_load_manifest(old[i].path, &c->t->ps, &old[i], c->arena, &files, &nf, err));
+        for (int j = 0; j < nf; j++) {
+            if (files[j].status == 2) continue;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 64;
+                fr_ice_file *v = fr_realloc(all, (size_t)cap * sizeof *v);
+                if (!v) {
+                    fr_free(files);
+                    rc = fr_fail(err, FR_ENOMEM, "out of memory merging manifests");
+                    goto fail;
+                }
+                all = v;
+            }
+            all[n] = files[j];
+            all[n].status = 0;
+            rows += files[j].records;
+            if (files[j].seq < min_seq) min_seq = files[j].seq;
+            n++;
+        }
+        fr_free(files);
+    }
+    char name[96];
+    const char *uri, *path;
+    snprintf(name, sizeof name, "%s-m%d.avro", c->uuid, 2 + kind);
+    FR_GOTO(fr_ice_file_names(c->t, "metadata", name, c->arena, &uri, &path, err));
+    FR_GOTO(remember(c, path, err));
+    *out = (fr_ice_manifest){.path = uri, .spec_id = c->t->meta->spec_id, .content = kind,
+                             .seq = seq, .min_seq = min_seq, .added_snapshot_id = snap_id,
+                             .existing_files = n, .existing_rows = rows};
+    FR_GOTO(summarize(c, all, n, out, err));
+    FR_GOTO(fr_avro_write_manifest(path, c->t->meta, &c->t->ps, kind ? 2 : 0, all, n,
+                                   &out->length, err));
+    *merged = true;
+fail:
+    fr_free(all);
+    return rc;
+}
+
+/* The manifest list of the new snapshot: the commit's manifests, then the parent's, with
+ * each kind merged when there are too many. *out is fr_malloc'd. */
+static int list_manifests(fr_iceberg_commit *c, const fr_ice_manifest *news, int nnew,
+                          const fr_ice_manifest *old, int nold, int64_t snap_id, int64_t seq,
+                          fr_ice_manifest **out, int *n, fr_error *err)
+{
+    fr_ice_manifest *all = fr_malloc((size_t)(nnew + nold + 2) * sizeof *all);
+    FR_CHECK(all, FR_ENOMEM, err, "out of memory in a commit");
+    int k = 0;
+    for (int i = 0; i < nnew; i++) all[k++] = news[i];
+    for (int kind = 0; kind < 2; kind++) {
+        int nnew_kind = 0;
+        for (int i = 0; i < nnew; i++) nnew_kind += news[i].content == kind;
+        bool merged;
+        int rc = merge_kind(c, kind, nnew_kind, old, nold, snap_id, seq, &all[k], &merged, err);
+        if (rc < 0) {
+            fr_free(all);
+            return rc;
+        }
+        if (merged) k++;
+        else
+            for (int i = 0; i < nold; i++)
+                if (old[i].content == kind) all[k++] = old[i];
+    }
+    *out = all;
+    *n = k;
+    return 0;
+}
+
 static int close_all(fr_iceberg_commit *c, fr_error *err)
 {
     ice_side *sides[] = {&c->data, &c->del};
@@ -700,20 +786,15 @@ static int finish(fr_iceberg_commit *c, const fr_lake_offset *offsets, int noffs
     int nold = 0, rc = 0;
     char *text = NULL;
     if (parent) FR_GOTO(fr_ice_snap_manifests(parent, c->arena, &old, &nold, err));
-    all = fr_malloc((size_t)(nnew + nold + 1) * sizeof *all);
-    if (!all) {
-        rc = fr_fail(err, FR_ENOMEM, "out of memory in a commit");
-        goto fail;
-    }
-    memcpy(all, news, (size_t)nnew * sizeof *all);
-    if (nold) memcpy(all + nnew, old, (size_t)nold * sizeof *all);
+    int nall = 0;
+    FR_GOTO(list_manifests(c, news, nnew, old, nold, snap_id, seq, &all, &nall, err));
     char name[96];
     const char *list_uri, *list_path;
     snprintf(name, sizeof name, "snap-%lld-1-%s.avro", (long long)snap_id, c->uuid);
     FR_GOTO(fr_ice_file_names(t, "metadata", name, c->arena, &list_uri, &list_path, err));
     FR_GOTO(remember(c, list_path, err));
     FR_GOTO(fr_avro_write_manifest_list(list_path, snap_id, parent ? parent->id : -1, seq, all,
-                                        nnew + nold, err));
+                                        nall, err));
     if ((*crashed = crash_here(c, 3))) {
         rc = fr_fail(err, FR_EIO, "test crash after step 3");
         goto fail;

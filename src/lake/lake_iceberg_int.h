@@ -23,6 +23,7 @@
 #define FR_ICE_FIRST_PARTITION_FIELD_ID 1000
 #define FR_ICE_SUMMARY_OFFSETS_KEY "firth.tiered-offsets"
 #define FR_ICE_PROP_SCHEMA "firth.schema"
+#define FR_ICE_MANIFESTS_MERGE_MIN 64
 
 /* ---- parsed metadata ------------------------------------------------------------------- */
 
@@ -225,6 +226,7 @@ struct fr_iceberg_table {
     fr_parquet_options popts;
     int64_t target_file_bytes;
     int crash_after;      /* test hook */
+    int merge_min;        /* manifests of one kind beyond which a commit merges them */
 };
 
 /* Makes m (a reference the caller hands over) the table's metadata, after checking that its
@@ -245,5 +247,8 @@ int fr_ice_file_names(const fr_iceberg_table *t, const char *sub, const char *na
  * written, 3 manifest list written, 4 metadata published (before the version hint).
  * 0 turns it off. */
 void fr_iceberg_test_crash_after(fr_iceberg_table *t, int step);
+/* Test hook: a commit that would leave more than n manifests of one kind (data, deletes) in
+ * the list merges the older ones into one (FR_ICE_MANIFESTS_MERGE_MIN by default). */
+void fr_iceberg_test_merge_min(fr_iceberg_table *t, int n);
 
 #endif

@@ -208,6 +208,7 @@ int fr_iceberg_open(const char *dir, const fr_lake_spec *spec, fr_iceberg_table 
         t->target_file_bytes = spec->target_file_bytes;
     }
     if (t->target_file_bytes <= 0) t->target_file_bytes = (int64_t)512 << 20;
+    t->merge_min = FR_ICE_MANIFESTS_MERGE_MIN;
     FR_GOTO(derive(t, err));
     *out = t;
     return 0;
@@ -314,6 +315,8 @@ int fr_ice_file_names(const fr_iceberg_table *t, const char *sub, const char *na
 }
 
 void fr_iceberg_test_crash_after(fr_iceberg_table *t, int step) { t->crash_after = step; }
+
+void fr_iceberg_test_merge_min(fr_iceberg_table *t, int n) { t->merge_min = n; }
 
 /* ---- orphans --------------------------------------------------------------------------- */
 

@@ -1,7 +1,8 @@
 // iceberg_icebird.test.mjs — Iceberg tables written by firth, read by the independent
 // icebird reader (npm, pinned in package.json), must give exactly the rows firth's own scan
 // returns: a log table with several appends, a table partitioned by a string column with
-// rolled files, and a primary-key table with updates and deletes (equality deletes).
+// rolled files, and a primary-key table with updates and deletes (equality deletes), also
+// with its manifests merged (entries carried as EXISTING with their sequence numbers).
 //
 // iceberg_tool (FIRTH_ICEBERG_TOOL) writes the tables and prints fr_iceberg_scan's rows as
 // JSON: BIGINT and TIMESTAMP_LTZ as strings (microseconds), INT and DOUBLE as numbers,
@@ -117,6 +118,15 @@ for (const dir of tables) {
     assert.deepEqual(sorted(got), sorted(expected));
   });
 }
+
+test('the merged PK table holds the rounds after the merges', () => {
+  const rows = firthRows(tables[3]);
+  const ids = new Set(rows.map((r) => r.id));
+  for (const gone of ['2', '6', '12', '13', '31', '40', '41']) assert.ok(!ids.has(gone), `id ${gone} deleted`);
+  for (const kept of ['0', '1', '5', '30', '42', '50', '53']) assert.ok(ids.has(kept), `id ${kept} present`);
+  assert.equal(rows.find((r) => r.id === '0').name, 'name-0-v4');
+  assert.equal(rows.length, 38 - 2 + 4);
+});
 
 test('the PK table really holds updates and deletes', () => {
   const rows = firthRows(tables[2]);

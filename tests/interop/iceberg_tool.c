@@ -4,7 +4,8 @@
  *
  *   iceberg_tool write <warehouse>   writes db/log (several appends), db/part (partitioned by
  *                                    region), db/pk (a primary-key table with updates and
- *                                    deletes); prints {"tables": [...]} with their dirs
+ *                                    deletes), db/merged (the same with its manifests
+ *                                    merged every few commits); prints {"tables": [...]}
  *   iceberg_tool scan <table dir>    prints the rows of the current snapshot as a JSON array
  *                                    of objects (column name -> value)
  *
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "lake/lake.h"
+#include "lake/lake_iceberg_int.h"
 
 static void die(const char *what, const fr_error *err)
 {
@@ -171,7 +173,24 @@ static void write_tables(const char *wh)
     fr_iceberg_close(it);
     fr_schema_free(t.lake);
 
-    printf("{\"tables\": [\"%s/db/log\", \"%s/db/part\", \"%s/db/pk\"]}\n", wh, wh, wh);
+    /* The same rounds, then more, with manifests merged once there are more than two. */
+    memset(offsets, 0, sizeof offsets);
+    snprintf(dir, sizeof dir, "%s/db/merged", wh);
+    table_init(&t, 2);
+    CHECK(fr_iceberg_open(dir, &t.spec, &it, &err));
+    fr_iceberg_test_merge_min(it, 2);
+    commit_rows(it, &t, 0, 40, 0, 4, offsets, NULL, 0);
+    commit_rows(it, &t, 5, 5, 1, 4, offsets, upd1, 7);
+    commit_rows(it, &t, 40, 3, 2, 4, offsets, upd2, 3);
+    commit_rows(it, &t, 30, 1, 3, 4, offsets, upd3, 2);
+    int64_t upd4[] = {0, 1, 2, 41};
+    commit_rows(it, &t, 0, 2, 4, 4, offsets, upd4, 4);        /* 0, 1 updated; 2, 41 gone */
+    commit_rows(it, &t, 50, 4, 5, 4, offsets, NULL, 0);       /* 50..53 new */
+    fr_iceberg_close(it);
+    fr_schema_free(t.lake);
+
+    printf("{\"tables\": [\"%s/db/log\", \"%s/db/part\", \"%s/db/pk\", \"%s/db/merged\"]}\n",
+           wh, wh, wh, wh);
 }
 
 static void print_value(const fr_value *v)

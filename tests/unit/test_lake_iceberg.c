@@ -241,13 +241,27 @@ static void model_rows(char model[PK_KEYS][96], ik_rows *out)
         if (model[i][0]) ik_rows_add(out, model[i]);
 }
 
-static void test_pk_upserts(void **state)
+/* The number of manifests in the current snapshot's list. */
+static int count_manifests(fr_iceberg_table *t)
 {
-    (void)state;
+    const fr_ice_snap *s = fr_ice_meta_snap(t->meta, t->meta->current_id);
+    assert_non_null(s);
+    fr_arena *a = fr_arena_new(4096);
+    fr_ice_manifest *m;
+    int n;
+    fr_error err = {0};
+    IK_CHECK(fr_ice_snap_manifests(s, a, &m, &n, &err), err);
+    fr_free(m);
+    fr_arena_free(a);
+    return n;
+}
+
+static void pk_rounds(int merge_min)
+{
     unsigned seed = (unsigned)time(NULL);
     const char *env = getenv("FIRTH_TEST_SEED");
     if (env) seed = (unsigned)strtoul(env, NULL, 10);
-    printf("test_pk_upserts seed %u (FIRTH_TEST_SEED)\n", seed);
+    printf("pk_rounds(%d) seed %u (FIRTH_TEST_SEED)\n", merge_min, seed);
     srand(seed);
     char *dir = ik_tmpdir("ice_pk");
     ik_table k;
@@ -255,6 +269,7 @@ static void test_pk_upserts(void **state)
     fr_error err = {0};
     fr_iceberg_table *t;
     IK_CHECK(fr_iceberg_open(dir, &k.spec, &t, &err), err);
+    if (merge_min) fr_iceberg_test_merge_min(t, merge_min);
     const fr_schema *ds = fr_iceberg_delete_schema(t);
     assert_non_null(ds);
     assert_int_equal(fr_schema_num_fields(ds), 2);
@@ -325,6 +340,9 @@ static void test_pk_upserts(void **state)
         assert_int_equal(cur->added_records, nrows);
         assert_string_equal(cur->operation, ndel == 0 ? "append" : nrows ? "overwrite" : "delete");
         fr_lake_snapshots_free(cur, 1);
+        /* Merged lists stay short: at most merge_min of a kind, plus the new ones. */
+        if (merge_min) assert_true(count_manifests(t) <= 2 * merge_min + 2);
+        else assert_true(count_manifests(t) >= round + 1);
     }
     /* A scan of the key alone still applies the deletes. */
     ik_rows got = {0};
@@ -334,11 +352,24 @@ static void test_pk_upserts(void **state)
     for (int i = 0; i < PK_KEYS; i++) live += model[i][0] != 0;
     assert_int_equal(got.n, live);
     ik_rows_free(&got);
-    /* Deletes need a key: a log table refuses them. */
     fr_buf_free(&text);
     fr_iceberg_close(t);
     ik_table_free(&k);
     ik_rmdir(dir);
+}
+
+static void test_pk_upserts(void **state)
+{
+    (void)state;
+    pk_rounds(0);
+}
+
+/* The same with manifests merged every few commits (EXISTING entries keep their sequence
+ * numbers, so deletes still apply only to older rows). */
+static void test_pk_upserts_merged(void **state)
+{
+    (void)state;
+    pk_rounds(3);
 }
 
 static void test_deletes_need_a_key(void **state)
@@ -431,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_appends_and_offsets),
         cmocka_unit_test(test_partitioned_and_pruning),
         cmocka_unit_test(test_pk_upserts),
+        cmocka_unit_test(test_pk_upserts_merged),
         cmocka_unit_test(test_deletes_need_a_key),
         cmocka_unit_test(test_scan_across_commits),
     };
