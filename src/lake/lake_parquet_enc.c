@@ -128,6 +128,7 @@ static int rle_bad(fr_error *err, const char *why)
                 uint32_t val = 0;                                                            \
                 memcpy(&val, p + pos, vbytes);                                               \
                 pos += vbytes;                                                               \
+                if (val > mask) return rle_bad(err, "run value wider than the bit width");   \
                 if (count > (uint64_t)(n - got)) count = (uint64_t)(n - got);                \
                 if (sizeof(T) == 1) {                                                        \
                     memset(out + got, (int)val, (size_t)count);                              \
