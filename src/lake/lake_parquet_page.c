@@ -490,7 +490,7 @@ static int stream_split(pq_out *o, const pq_page_vals *v, pq_scratch *s, fr_erro
     pq_page_vals dense = *v;
     dense.p = s->dense.data;
     dense.len = (size_t)v->k * w;
-    return plain_fixed_vals(o, &dense, s, err);
+    return c->dw == 0 ? plain_var(o, &dense, err) : plain_fixed_vals(o, &dense, s, err);
 }
 
 static int decode_vals(pq_out *o, int enc, const pq_page_vals *v, const pq_dict_r *d,
