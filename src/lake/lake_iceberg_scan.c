@@ -109,6 +109,33 @@ static bool file_may_match(fr_iceberg_scan *s, const fr_ice_file *f)
     return may;
 }
 
+/* Whether a data manifest may hold files the filter keeps, from its partition summaries. */
+static bool manifest_may_match(fr_iceberg_scan *s, const fr_ice_manifest *man)
+{
+    const fr_ice_meta *m = s->meta;
+    if (!s->filter || !man->parts || man->nparts != m->npart || m->npart == 0) return true;
+    int n = fr_schema_num_fields(m->schema);
+    fr_column_stats *st = fr_calloc((size_t)n, sizeof *st);
+    if (!st) return true;
+    for (int i = 0; i < n; i++) st[i].null_count = -1;
+    for (int i = 0; i < m->npart; i++) {
+        const fr_ice_field_summary *fs = &man->parts[i];
+        int c = m->part_cols[i];
+        const fr_type *t = &fr_schema_field(m->schema, c)->type;
+        if (!fs->contains_null) st[c].null_count = 0;
+        /* Bounds leave NaN out, which filters order above every number. */
+        bool nan = (t->id == FR_T_FLOAT || t->id == FR_T_DOUBLE) && fs->contains_nan != 0;
+        if (!nan && fs->lower && fs->upper &&
+            fr_ice_bound_decode(fs->lower, (size_t)fs->lower_len, t, &st[c].min, NULL) == 0 &&
+            fr_ice_bound_decode(fs->upper, (size_t)fs->upper_len, t, &st[c].max, NULL) == 0)
+            st[c].has_minmax = true;
+    }
+    int64_t rows = man->added_rows + man->existing_rows;
+    bool may = fr_expr_may_match(s->filter, st, rows > 0 ? rows : 1);
+    fr_free(st);
+    return may;
+}
+
 static int part_key(fr_iceberg_scan *s, const fr_ice_file *f, const uint8_t **out, size_t *len,
                     fr_error *err)
 {
@@ -205,6 +232,10 @@ static int plan(fr_iceberg_scan *s, const fr_ice_snap *snap, fr_error *err)
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < nm; i++) {
             if (mans[i].content != pass) continue;
+            if (pass == 0 && !manifest_may_match(s, &mans[i])) {
+                s->files_skipped += mans[i].added_files + mans[i].existing_files;
+                continue;
+            }
             fr_ice_file *files = NULL;
             int nf = 0;
             FR_GOTO(fr_avro_load_manifest(mans[i].path, &t->ps, &mans[i], s->arena, &files, &nf, err));
