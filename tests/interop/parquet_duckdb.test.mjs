@@ -6,7 +6,8 @@
 //     and pages; DuckDB's read_parquet must return exactly the values the tool says it wrote,
 //     the row count, the row groups and the field ids.
 // (b) DuckDB writes files with COPY ... (FORMAT parquet) with its defaults, with each codec,
-//     with small row groups and with PARQUET_VERSION V2 (data pages v2, delta encodings);
+//     with small row groups and with PARQUET_VERSION v2 (DELTA_BINARY_PACKED,
+//     DELTA_LENGTH_BYTE_ARRAY, BYTE_STREAM_SPLIT, RLE_DICTIONARY; DuckDB keeps v1 data pages);
 //     parquet_tool reads them with firth and must print exactly DuckDB's values.
 // (c) Files with types firth does not map (unsigned, nested) fail naming the column.
 //

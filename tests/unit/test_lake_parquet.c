@@ -841,6 +841,73 @@ static void test_byte_stream_split(void **state)
     for (int i = 0; i < 3; i++) fr_free(bufs[i]);
 }
 
+/* A data page v2: definition levels uncompressed before the values, the values compressed
+ * (ZSTD) or not (is_compressed false); counts that disagree are FR_ECORRUPT. */
+static int v2_page(bool compressed, int32_t num_nulls, uint8_t **bufs, int64_t *nulls, fr_error *err)
+{
+    const uint8_t defs[] = {1, 0, 1, 1, 0};
+    int32_t vals[] = {-5, 70000, 3};
+    fr_buf levels, body, chunk;
+    fr_buf_init(&levels);
+    fr_buf_init(&body);
+    fr_buf_init(&chunk);
+    assert_int_equal(pq_rle_encode_u8(defs, 5, 1, &levels, err), 0);
+    pq_compressor *z;
+    assert_int_equal(pq_compressor_new(compressed ? FR_PARQUET_ZSTD : FR_PARQUET_UNCOMPRESSED, 3, &z, err), 0);
+    assert_int_equal(pq_compress(z, (const uint8_t *)vals, sizeof vals, &body, err), 0);
+    pq_compressor_free(z);
+    fr_thrift_w tw;
+    fr_thrift_w_init(&tw, &chunk, err);
+    fr_thrift_w_i32(&tw, 1, PQ_PAGE_DATA_V2);
+    fr_thrift_w_i32(&tw, 2, (int32_t)(levels.len + sizeof vals));
+    fr_thrift_w_i32(&tw, 3, (int32_t)(levels.len + body.len));
+    fr_thrift_w_struct_begin(&tw, 8);
+    fr_thrift_w_i32(&tw, 1, 5);
+    fr_thrift_w_i32(&tw, 2, num_nulls);
+    fr_thrift_w_i32(&tw, 3, 5);
+    fr_thrift_w_i32(&tw, 4, PQ_ENC_PLAIN);
+    fr_thrift_w_i32(&tw, 5, (int32_t)levels.len);
+    fr_thrift_w_i32(&tw, 6, 0);
+    if (!compressed) fr_thrift_w_bool(&tw, 7, false);
+    fr_thrift_w_struct_end(&tw);
+    assert_int_equal(fr_thrift_w_finish(&tw), 0);
+    assert_int_equal(fr_buf_append(&chunk, levels.data, levels.len, err), 0);
+    assert_int_equal(fr_buf_append(&chunk, body.data, body.len, err), 0);
+    pq_schema_elem e = {.type = PQ_INT32, .repetition = PQ_OPTIONAL, .converted = -1, .field_id = -1};
+    fr_type t = fr_type_of(FR_T_INT);
+    pq_colr c;
+    pq_colr_init(&c, &e, &t);
+    pq_scratch s = {0};
+    /* The codec of the chunk is ZSTD either way: is_compressed false must skip it. */
+    int rc = pq_read_chunk(&c, FR_PARQUET_ZSTD, chunk.data, chunk.len, 5, &s, bufs, nulls, err);
+    pq_scratch_free(&s);
+    fr_buf_free(&levels);
+    fr_buf_free(&body);
+    fr_buf_free(&chunk);
+    return rc;
+}
+
+static void test_data_page_v2(void **state)
+{
+    (void)state;
+    fr_error err;
+    for (int compressed = 0; compressed < 2; compressed++) {
+        uint8_t *bufs[3] = {0};
+        int64_t nulls = -1;
+        assert_int_equal(v2_page(compressed, 2, bufs, &nulls, &err), 0);
+        assert_int_equal(nulls, 2);
+        assert_int_equal(bufs[0][0], 0x0D); /* rows 0, 2, 3 valid */
+        const int32_t *v = (const int32_t *)(void *)bufs[2];
+        assert_int_equal(v[0], -5);
+        assert_int_equal(v[2], 70000);
+        assert_int_equal(v[3], 3);
+        for (int i = 0; i < 3; i++) fr_free(bufs[i]);
+        memset(bufs, 0, sizeof bufs);
+        assert_int_equal(v2_page(compressed, 1, bufs, &nulls, &err), FR_ECORRUPT);
+        for (int i = 0; i < 3; i++) fr_free(bufs[i]);
+    }
+}
+
 /* The RLE / bit-packed hybrid: round trips of random runs at every bit width, and inputs
  * that must fail. Regression: a repeated run's value wider than the bit width (a definition
  * level of 71) was taken as is, so more values than rows were counted valid and written
@@ -947,6 +1014,7 @@ int main(void)
         cmocka_unit_test(test_page_crc),
         cmocka_unit_test(test_rle_hybrid),
         cmocka_unit_test(test_byte_stream_split),
+        cmocka_unit_test(test_data_page_v2),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
