@@ -77,7 +77,19 @@ void kv_env_apply(const fr_kv_env *env, rocksdb_options_t *opts)
     rocksdb_options_set_max_background_compactions(opts, KV_BACKGROUND_COMPACTIONS);
     rocksdb_block_based_table_options_t *bbto = rocksdb_block_based_options_create();
     rocksdb_block_based_options_set_block_cache(bbto, env->cache);
+    /* Whole-key bloom filters: a write reads the stored row of every key it touches, and
+     * a new key would otherwise be searched for in the memtable and in every level's
+     * index and data blocks. The policy belongs to the table options once set. */
+    rocksdb_block_based_options_set_filter_policy(bbto,
+                                                  rocksdb_filterpolicy_create_bloom_full(KV_BLOOM_BITS));
+    rocksdb_block_based_options_set_whole_key_filtering(bbto, 1);
+    /* A hash index inside each data block answers a point read without its binary search. */
+    rocksdb_block_based_options_set_data_block_index_type(
+        bbto, rocksdb_block_based_table_data_block_index_type_binary_search_and_hash);
+    rocksdb_block_based_options_set_data_block_hash_ratio(bbto, 0.75);
     rocksdb_options_set_block_based_table_factory(opts, bbto);
     rocksdb_block_based_options_destroy(bbto);
     rocksdb_options_set_write_buffer_size(opts, env->memtable_bytes);
+    rocksdb_options_set_memtable_whole_key_filtering(opts, 1);
+    rocksdb_options_set_memtable_prefix_bloom_size_ratio(opts, KV_MEMTABLE_BLOOM_RATIO);
 }

@@ -31,19 +31,24 @@
 #define KV_BATCH_ROWS_DEFAULT 4096
 /* Writers whose last sequence the store remembers for batches that changed nothing. */
 #define KV_WRITERS_MAX 1024
+/* A store's write batch keeps its buffer for the next write up to this size. */
+#define KV_WRITE_BATCH_KEEP_BYTES (4 << 20)
 /* Bytes of changelog read per step of the replay at open. */
 #define KV_REPLAY_READ_BYTES (8 << 20)
 
 /* ---- the pending table: rows changed by the write in progress --------------------------- */
 
 /* One key touched by the current write: its value as the write sees it now (NULL when the
- * key is absent), owned by the entry. */
+ * key is absent). The key and a value set by the write live in the table's arena; a value
+ * read from RocksDB is held by its pinnable slice. */
 typedef struct kv_entry {
-    uint8_t *key;
+    const uint8_t *key;
     size_t klen;
-    uint8_t *val;
+    const uint8_t *val;
     size_t vlen;
+    rocksdb_pinnableslice_t *pin; /* owns val when it was read from RocksDB, else NULL */
     uint32_t hash;
+    bool load;  /* the stored row is still to be read (kv_pending_load) */
     bool dirty; /* changed by this write (to be written to RocksDB) */
 } kv_entry;
 
@@ -52,18 +57,26 @@ typedef struct kv_pending {
     kv_entry *slots;
     size_t cap; /* a power of two, or 0 */
     size_t count;
+    fr_arena *arena; /* keys and values of the write in progress, or NULL */
 } kv_pending;
 
 void kv_pending_free(kv_pending *p);
 void kv_pending_clear(kv_pending *p);
-/* The entry of key, read from RocksDB (through ropts) into the table on first use, or,
- * when !load, taken as absent without reading (for a write that replaces the row blindly).
- * The pointer lives until the next call that may insert (kv_pending_get) or clear. */
-int kv_pending_get(kv_pending *p, rocksdb_t *db, const rocksdb_readoptions_t *ropts,
-                   const uint8_t *key, size_t klen, bool load, kv_entry **out,
+/* Makes room for n more keys, so that no entry moves while they are added. */
+int kv_pending_reserve(kv_pending *p, size_t n, fr_error *err);
+/* The entry of key; a new one (room reserved) starts absent and, when load, marked to be
+ * read from RocksDB by kv_pending_load. Valid until the table is cleared. */
+int kv_pending_add(kv_pending *p, const uint8_t *key, size_t klen, bool load, kv_entry **out,
                    fr_error *err);
+/* Reads the stored row of every entry marked to be read: batched MultiGets in key order
+ * through ro (the latest state: writes are serialized). FR_EIO when RocksDB fails. */
+int kv_pending_load(kv_pending *p, rocksdb_t *db, rocksdb_column_family_handle_t *cf,
+                    const rocksdb_readoptions_t *ro, fr_error *err);
 /* Replaces the entry's value with a copy of val (NULL: the key is deleted); marks it dirty. */
-int kv_pending_set(kv_entry *e, const uint8_t *val, size_t vlen, fr_error *err);
+int kv_pending_set(kv_pending *p, kv_entry *e, const uint8_t *val, size_t vlen, fr_error *err);
+/* The dirty entries sorted by key, in a new array (fr_free it; NULL when none): a write
+ * batch in key order inserts into the memtable's skip list faster. */
+int kv_pending_dirty_sorted(kv_pending *p, kv_entry ***out, size_t *n, fr_error *err);
 
 /* ---- the environment (kv_env.c) --------------------------------------------------------- */
 
@@ -80,6 +93,10 @@ int kv_pending_set(kv_entry *e, const uint8_t *val, size_t vlen, fr_error *err);
  * default (1 MiB here) would make a memtable holding one row look like 1 MiB to the
  * budget. */
 #define KV_ARENA_BLOCK_BYTES (64 << 10)
+/* Bloom filters: bits per key of the SST files' whole-key filters (about 1% false
+ * positives), and the share of a memtable's size given to its own whole-key filter. */
+#define KV_BLOOM_BITS 10
+#define KV_MEMTABLE_BLOOM_RATIO 0.02
 #define KV_BACKGROUND_FLUSHES 4
 #define KV_BACKGROUND_COMPACTIONS 2
 
@@ -124,9 +141,11 @@ struct fr_kv {
     fr_compression compression;
 
     rocksdb_t *db;
+    rocksdb_column_family_handle_t *cf; /* the default column family, for MultiGet */
     rocksdb_options_t *opts;
     rocksdb_writeoptions_t *wopts;
     rocksdb_readoptions_t *ropts;
+    rocksdb_writebatch_t *wb; /* the write batch of every write (mu), cleared after each */
 
     fr_kv_env *env;    /* a reference */
     bool log_unsynced;

@@ -1,16 +1,28 @@
 /* kv_pending.c — the table of keys one write touches: a key's row as the write sees it
  * (the write's own earlier records first, then RocksDB), so that the same key appearing
  * several times in one batch merges with itself, and, at the end, the set of rows to put
- * into RocksDB. Open addressing with linear probing on murmur3 of the key; it grows at
- * 1/2 load and is emptied after every write (keeping its slots when they are few). */
+ * into RocksDB. Open addressing with linear probing on murmur3 of the key; room for every
+ * key of a write is reserved before the first is added, so entry pointers stay valid for
+ * the whole write. The table is emptied after every write (keeping its slots when they are
+ * few).
+ *
+ * The stored rows a write needs are read all at once, before its records are computed:
+ * one batched MultiGet over the keys in sorted order, which shares the memtable and SST
+ * work between neighbouring keys (a per-key Get repeats it for every key). A value read
+ * stays pinned in RocksDB's own memory (block cache or a copy in the pinnable slice) until
+ * the table is cleared; keys and the rows the write sets live in the table's arena. */
 #include "kv/kv_int.h"
 
+#include <stdlib.h>
+
 #define KV_PENDING_KEEP_SLOTS 4096
+#define KV_PENDING_ARENA_BYTES (128 << 10)
+/* Keys per MultiGet call: bounds the temporary arrays of one call. */
+#define KV_MULTIGET_KEYS 1024
 
 static void entry_release(kv_entry *e)
 {
-    fr_free(e->key);
-    fr_free(e->val);
+    if (e->pin) rocksdb_pinnableslice_destroy(e->pin);
     memset(e, 0, sizeof *e);
 }
 
@@ -21,6 +33,8 @@ void kv_pending_clear(kv_pending *p)
             if (p->slots[i].key) entry_release(&p->slots[i]);
     }
     p->count = 0;
+    if (p->arena) fr_arena_free(p->arena);
+    p->arena = NULL;
     if (p->cap > KV_PENDING_KEEP_SLOTS) {
         fr_free(p->slots);
         p->slots = NULL;
@@ -46,11 +60,18 @@ static kv_entry *pending_probe(kv_pending *p, const uint8_t *key, size_t klen, u
     }
 }
 
-static int pending_grow(kv_pending *p, fr_error *err)
+int kv_pending_reserve(kv_pending *p, size_t n, fr_error *err)
 {
-    size_t cap = p->cap ? p->cap * 2 : 64;
+    FR_CHECK(n <= SIZE_MAX / 4 - p->count, FR_ELIMIT, err, "kv: %zu pending keys", n);
+    size_t cap = p->cap ? p->cap : 64;
+    while ((p->count + n) * 2 > cap) cap *= 2;
+    if (!p->arena) {
+        p->arena = fr_arena_new(KV_PENDING_ARENA_BYTES);
+        FR_CHECK(p->arena, FR_ENOMEM, err, "kv: out of memory for pending keys");
+    }
+    if (cap == p->cap) return FR_OK;
     kv_entry *slots = fr_calloc(cap, sizeof *slots);
-    if (!slots) return fr_fail(err, FR_ENOMEM, "kv: out of memory for %zu pending keys", cap);
+    FR_CHECK(slots, FR_ENOMEM, err, "kv: out of memory for %zu pending keys", cap);
     kv_entry *old = p->slots;
     size_t old_cap = p->cap;
     p->slots = slots;
@@ -63,58 +84,126 @@ static int pending_grow(kv_pending *p, fr_error *err)
     return FR_OK;
 }
 
-/* Fetches key from RocksDB (db NULL: takes it as absent, unread) into a fresh entry. */
-static int pending_load(kv_entry *e, rocksdb_t *db, const rocksdb_readoptions_t *ropts,
-                        const uint8_t *key, size_t klen, uint32_t h, fr_error *err)
+int kv_pending_add(kv_pending *p, const uint8_t *key, size_t klen, bool load, kv_entry **out,
+                   fr_error *err)
 {
-    char *errptr = NULL;
-    size_t vlen = 0;
-    char *v = db ? rocksdb_get(db, ropts, (const char *)key, klen, &vlen, &errptr) : NULL;
-    if (errptr) {
-        int rc = fr_fail(err, FR_EIO, "kv: RocksDB read failed: %s", errptr);
-        rocksdb_free(errptr);
-        return rc;
-    }
-    uint8_t *k = fr_malloc(klen);
-    uint8_t *val = v ? fr_malloc(vlen ? vlen : 1) : NULL;
-    if (!k || (v && !val)) {
-        fr_free(k);
-        fr_free(val);
-        if (v) rocksdb_free(v);
-        return fr_fail(err, FR_ENOMEM, "kv: out of memory for a %zu-byte row", vlen);
-    }
-    memcpy(k, key, klen);
-    if (v) {
-        if (vlen) memcpy(val, v, vlen);
-        rocksdb_free(v);
-    }
-    *e = (kv_entry){ .key = k, .klen = klen, .val = val, .vlen = vlen, .hash = h };
-    return FR_OK;
-}
-
-int kv_pending_get(kv_pending *p, rocksdb_t *db, const rocksdb_readoptions_t *ropts,
-                   const uint8_t *key, size_t klen, bool load, kv_entry **out, fr_error *err)
-{
-    if ((p->count + 1) * 2 > p->cap) FR_TRY(pending_grow(p, err));
+    assert(p->arena && (p->count + 1) * 2 <= p->cap);
     uint32_t h = fr_murmur3_32(key, klen, 0x6b76);
     kv_entry *e = pending_probe(p, key, klen, h);
     if (!e->key) {
-        FR_TRY(pending_load(e, load ? db : NULL, ropts, key, klen, h, err));
+        uint8_t *k = fr_arena_alloc(p->arena, klen ? klen : 1);
+        FR_CHECK(k, FR_ENOMEM, err, "kv: out of memory for a %zu-byte key", klen);
+        memcpy(k, key, klen);
+        *e = (kv_entry){ .key = k, .klen = klen, .hash = h, .load = load };
         p->count++;
     }
     *out = e;
     return FR_OK;
 }
 
-int kv_pending_set(kv_entry *e, const uint8_t *val, size_t vlen, fr_error *err)
+/* RocksDB's bytewise order: the common prefix, then the shorter key first. */
+static int entry_cmp(const void *a, const void *b)
+{
+    const kv_entry *x = *(kv_entry *const *)a, *y = *(kv_entry *const *)b;
+    size_t n = x->klen < y->klen ? x->klen : y->klen;
+    int c = memcmp(x->key, y->key, n);
+    if (c != 0) return c;
+    return x->klen < y->klen ? -1 : x->klen > y->klen;
+}
+
+/* The dirty entries (or, !dirty, those still to be read), sorted by key, in a new array
+ * (NULL when none). */
+static int pending_sorted(kv_pending *p, bool dirty, kv_entry ***out, size_t *n,
+                          fr_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < p->cap; i++) {
+        const kv_entry *e = &p->slots[i];
+        if (e->key && (dirty ? e->dirty : e->load)) k++;
+    }
+    if (k == 0) return FR_OK;
+    kv_entry **v = fr_malloc(k * sizeof *v);
+    FR_CHECK(v, FR_ENOMEM, err, "kv: out of memory sorting %zu keys", k);
+    k = 0;
+    for (size_t i = 0; i < p->cap; i++) {
+        kv_entry *e = &p->slots[i];
+        if (e->key && (dirty ? e->dirty : e->load)) v[k++] = e;
+    }
+    qsort(v, k, sizeof *v, entry_cmp);
+    *out = v;
+    *n = k;
+    return FR_OK;
+}
+
+int kv_pending_dirty_sorted(kv_pending *p, kv_entry ***out, size_t *n, fr_error *err)
+{
+    return pending_sorted(p, true, out, n, err);
+}
+
+/* One MultiGet of n entries (sorted): values are pinned into the entries. */
+static int pending_multiget(kv_entry **v, size_t n, rocksdb_t *db,
+                            rocksdb_column_family_handle_t *cf, const rocksdb_readoptions_t *ro,
+                            const char **keys, size_t *sizes, rocksdb_pinnableslice_t **vals,
+                            char **errs, fr_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        keys[i] = (const char *)v[i]->key;
+        sizes[i] = v[i]->klen;
+    }
+    rocksdb_batched_multi_get_cf(db, ro, cf, n, keys, sizes, vals, errs, true);
+    int rc = FR_OK;
+    for (size_t i = 0; i < n; i++) {
+        if (errs[i]) {
+            if (rc == FR_OK) rc = fr_fail(err, FR_EIO, "kv: RocksDB read failed: %s", errs[i]);
+            rocksdb_free(errs[i]);
+        }
+        kv_entry *e = v[i];
+        e->load = false;
+        e->pin = vals[i];
+        if (vals[i]) e->val = (const uint8_t *)rocksdb_pinnableslice_value(vals[i], &e->vlen);
+    }
+    return rc;
+}
+
+int kv_pending_load(kv_pending *p, rocksdb_t *db, rocksdb_column_family_handle_t *cf,
+                    const rocksdb_readoptions_t *ro, fr_error *err)
+{
+    kv_entry **v = NULL;
+    size_t n = 0;
+    FR_TRY(pending_sorted(p, false, &v, &n, err));
+    if (n == 0) return FR_OK;
+    size_t chunk = n < KV_MULTIGET_KEYS ? n : KV_MULTIGET_KEYS;
+    const char **keys = fr_malloc(chunk * sizeof *keys);
+    size_t *sizes = fr_malloc(chunk * sizeof *sizes);
+    rocksdb_pinnableslice_t **vals = fr_malloc(chunk * sizeof *vals);
+    char **errs = fr_malloc(chunk * sizeof *errs);
+    int rc = keys && sizes && vals && errs
+                 ? FR_OK
+                 : fr_fail(err, FR_ENOMEM, "kv: out of memory reading %zu keys", n);
+    for (size_t at = 0; rc == FR_OK && at < n; at += chunk) {
+        size_t m = n - at < chunk ? n - at : chunk;
+        rc = pending_multiget(v + at, m, db, cf, ro, keys, sizes, vals, errs, err);
+    }
+    fr_free(keys);
+    fr_free(sizes);
+    fr_free(vals);
+    fr_free(errs);
+    fr_free(v);
+    return rc;
+}
+
+int kv_pending_set(kv_pending *p, kv_entry *e, const uint8_t *val, size_t vlen, fr_error *err)
 {
     uint8_t *copy = NULL;
     if (val) {
-        copy = fr_malloc(vlen ? vlen : 1);
-        if (!copy) return fr_fail(err, FR_ENOMEM, "kv: out of memory for a %zu-byte row", vlen);
+        copy = fr_arena_alloc(p->arena, vlen ? vlen : 1);
+        FR_CHECK(copy, FR_ENOMEM, err, "kv: out of memory for a %zu-byte row", vlen);
         if (vlen) memcpy(copy, val, vlen);
     }
-    fr_free(e->val);
+    if (e->pin) rocksdb_pinnableslice_destroy(e->pin);
+    e->pin = NULL;
     e->val = copy;
     e->vlen = val ? vlen : 0;
     e->dirty = true;

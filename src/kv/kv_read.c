@@ -215,27 +215,168 @@ int fr_kv_prefix_lookup(fr_kv *kv, const fr_value *prefix, int nprefix, const in
     return rc;
 }
 
-/* Looks up row i of keys in the snapshot that ro reads. */
-static int kv_lookup_one(fr_kv *kv, const fr_batch *keys, int64_t i,
-                         const rocksdb_readoptions_t *ro, kv_sink *s, fr_value *kvals,
-                         fr_arena *arena, fr_buf *key, bool *found, fr_error *err)
+/* The keys of a lookup: each row's encoded key (or none for a key with a NULL), and the
+ * rows that have one sorted by key for the batched MultiGet. */
+typedef struct kv_keyset {
+    fr_buf bytes;     /* the encoded keys, one after another */
+    size_t *at;       /* per row: offset in bytes, or SIZE_MAX for no key */
+    size_t *len;      /* per row */
+    int64_t *order;   /* the rows with a key, sorted by key */
+    int64_t nordered;
+} kv_keyset;
+
+static void keyset_free(kv_keyset *ks)
 {
-    *found = false;
+    fr_buf_free(&ks->bytes);
+    fr_free(ks->at);
+    fr_free(ks->len);
+    fr_free(ks->order);
+}
+
+static int keyset_cmp(const kv_keyset *ks, int64_t a, int64_t b)
+{
+    size_t la = ks->len[a], lb = ks->len[b];
+    int c = memcmp(ks->bytes.data + ks->at[a], ks->bytes.data + ks->at[b], la < lb ? la : lb);
+    if (c != 0) return c;
+    return la < lb ? -1 : la > lb;
+}
+
+/* qsort has no context argument in C17: a small merge sort of row numbers by key. */
+static void keyset_sort(const kv_keyset *ks, int64_t *v, int64_t *tmp, int64_t n)
+{
+    if (n < 2) return;
+    int64_t h = n / 2;
+    keyset_sort(ks, v, tmp, h);
+    keyset_sort(ks, v + h, tmp, n - h);
+    if (keyset_cmp(ks, v[h - 1], v[h]) <= 0) return; /* already in order */
+    int64_t i = 0, j = h, k = 0;
+    while (i < h && j < n) tmp[k++] = keyset_cmp(ks, v[j], v[i]) < 0 ? v[j++] : v[i++];
+    while (i < h) tmp[k++] = v[i++];
+    while (j < n) tmp[k++] = v[j++];
+    memcpy(v, tmp, (size_t)n * sizeof *v);
+}
+
+/* Encodes every key of `keys` (cast to the key columns' types) and sorts them. */
+static int keyset_build(fr_kv *kv, const fr_batch *keys, kv_keyset *ks, fr_error *err)
+{
+    int64_t n = fr_batch_num_rows(keys);
+    size_t slots = (size_t)n + 1;
+    ks->at = fr_malloc(slots * sizeof *ks->at);
+    ks->len = fr_malloc(slots * sizeof *ks->len);
+    ks->order = fr_malloc(slots * sizeof *ks->order);
+    int64_t *tmp = fr_malloc(slots * sizeof *tmp);
+    fr_value *kvals = fr_calloc((size_t)kv->npk * 2, sizeof *kvals); /* read, then cast */
+    fr_arena *arena = fr_arena_new(4096);
+    int rc = ks->at && ks->len && ks->order && tmp && kvals && arena
+                 ? FR_OK
+                 : fr_fail(err, FR_ENOMEM, "%s: out of memory for a lookup", kv->name);
     fr_value *cast = kvals + kv->npk;
-    for (int j = 0; j < kv->npk; j++) fr_column_get(fr_batch_column(keys, j), i, &kvals[j]);
-    if (kv_any_null(kvals, kv->npk)) return FR_OK;
-    FR_TRY(kv_cast_key(kv, kvals, kv->npk, arena, cast, err));
-    fr_buf_reset(key);
-    FR_TRY(kv_key_of_values(kv, cast, kv->npk, key, err));
-    char *errptr = NULL;
-    size_t vlen = 0;
-    char *v = rocksdb_get(kv->db, ro, (const char *)key->data, key->len, &vlen, &errptr);
-    if (errptr) return kv_rocks_fail(kv, errptr, "lookup", err);
-    if (!v) return FR_OK;
-    int rc = kv_row_decode(kv, (const uint8_t *)v, vlen, s->values, err);
-    if (rc == FR_OK) rc = sink_append_values(s, s->bld, true, err);
-    rocksdb_free(v);
-    *found = rc == FR_OK;
+    for (int64_t i = 0; rc == FR_OK && i < n; i++) {
+        ks->at[i] = SIZE_MAX;
+        ks->len[i] = 0;
+        for (int j = 0; j < kv->npk; j++) fr_column_get(fr_batch_column(keys, j), i, &kvals[j]);
+        if (kv_any_null(kvals, kv->npk)) continue;
+        rc = kv_cast_key(kv, kvals, kv->npk, arena, cast, err);
+        size_t before = ks->bytes.len;
+        if (rc == FR_OK) rc = kv_key_of_values(kv, cast, kv->npk, &ks->bytes, err);
+        if (rc < 0) break;
+        ks->at[i] = before;
+        ks->len[i] = ks->bytes.len - before;
+        ks->order[ks->nordered++] = i;
+    }
+    if (rc == FR_OK) keyset_sort(ks, ks->order, tmp, ks->nordered);
+    if (arena) fr_arena_free(arena);
+    fr_free(kvals);
+    fr_free(tmp);
+    return rc;
+}
+
+/* Reads the keys ordered[0..n) (row numbers into ks) with one batched MultiGet over the
+ * snapshot ro reads; vals[k] gets the value of ordered[k] (NULL: not found). A key equal to
+ * the one before it is not asked again and shares its value (vals[k] NULL, dup[k] true). */
+static int lookup_multiget(fr_kv *kv, const kv_keyset *ks, const int64_t *ordered, size_t n,
+                           const rocksdb_readoptions_t *ro, rocksdb_pinnableslice_t **vals,
+                           bool *dup, fr_error *err)
+{
+    const char **kp = fr_malloc((n + 1) * sizeof *kp);
+    size_t *kl = fr_malloc((n + 1) * sizeof *kl);
+    rocksdb_pinnableslice_t **got = fr_calloc(n + 1, sizeof *got);
+    char **errs = fr_calloc(n + 1, sizeof *errs);
+    size_t *slot = fr_malloc((n + 1) * sizeof *slot);
+    int rc = kp && kl && got && errs && slot
+                 ? FR_OK
+                 : fr_fail(err, FR_ENOMEM, "%s: out of memory for a lookup", kv->name);
+    size_t m = 0;
+    for (size_t k = 0; rc == FR_OK && k < n; k++) {
+        vals[k] = NULL;
+        dup[k] = k > 0 && keyset_cmp(ks, ordered[k - 1], ordered[k]) == 0;
+        if (dup[k]) continue;
+        kp[m] = (const char *)ks->bytes.data + ks->at[ordered[k]];
+        kl[m] = ks->len[ordered[k]];
+        slot[m++] = k;
+    }
+    if (rc == FR_OK && m > 0)
+        rocksdb_batched_multi_get_cf(kv->db, ro, kv->cf, m, kp, kl, got, errs, true);
+    for (size_t j = 0; rc == FR_OK && j < m; j++) vals[slot[j]] = got[j];
+    for (size_t j = 0; errs && j < m; j++) {
+        if (errs[j] && rc == FR_OK) rc = kv_rocks_fail(kv, errs[j], "lookup", err);
+        else if (errs[j]) rocksdb_free(errs[j]);
+    }
+    fr_free(kp);
+    fr_free(kl);
+    fr_free(got);
+    fr_free(errs);
+    fr_free(slot);
+    return rc;
+}
+
+/* Found rows, decoded into the sink's builder in the order of the keys. vals and dup are
+ * in key order (ks->order); pos maps a row to its place there. */
+static int lookup_emit(fr_kv *kv, const kv_keyset *ks, int64_t n, rocksdb_pinnableslice_t **vals,
+                       const bool *dup, kv_sink *s, bool *found, fr_error *err)
+{
+    int64_t *pos = fr_malloc(((size_t)n + 1) * sizeof *pos);
+    FR_CHECK(pos, FR_ENOMEM, err, "%s: out of memory for a lookup", kv->name);
+    for (int64_t i = 0; i < n; i++) pos[i] = -1;
+    for (int64_t k = 0; k < ks->nordered; k++) pos[ks->order[k]] = k;
+    int rc = FR_OK;
+    for (int64_t i = 0; rc == FR_OK && i < n; i++) {
+        found[i] = false;
+        int64_t k = pos[i];
+        if (k < 0) continue;
+        while (dup[k]) k--; /* the first of equal keys holds the value */
+        if (!vals[k]) continue;
+        size_t vlen = 0;
+        const char *v = rocksdb_pinnableslice_value(vals[k], &vlen);
+        rc = kv_row_decode(kv, (const uint8_t *)v, vlen, s->values, err);
+        if (rc == FR_OK) rc = sink_append_values(s, s->bld, true, err);
+        found[i] = rc == FR_OK;
+    }
+    fr_free(pos);
+    return rc;
+}
+
+/* Looks the keys of ks up in one snapshot, rows into the sink. The values stay pinned until
+ * every row is decoded. */
+static int lookup_all(fr_kv *kv, const kv_keyset *ks, int64_t n, kv_sink *s, bool *found,
+                      fr_error *err)
+{
+    size_t m = (size_t)ks->nordered;
+    rocksdb_pinnableslice_t **vals = fr_calloc(m + 1, sizeof *vals);
+    bool *dup = fr_calloc(m + 1, sizeof *dup);
+    int rc = vals && dup ? FR_OK : fr_fail(err, FR_ENOMEM, "%s: out of memory for a lookup",
+                                           kv->name);
+    const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(kv->db);
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_snapshot(ro, snap);
+    if (rc == FR_OK) rc = lookup_multiget(kv, ks, ks->order, m, ro, vals, dup, err);
+    if (rc == FR_OK) rc = lookup_emit(kv, ks, n, vals, dup, s, found, err);
+    for (size_t k = 0; vals && k < m; k++)
+        if (vals[k]) rocksdb_pinnableslice_destroy(vals[k]);
+    rocksdb_readoptions_destroy(ro);
+    rocksdb_release_snapshot(kv->db, snap);
+    fr_free(vals);
+    fr_free(dup);
     return rc;
 }
 
@@ -245,26 +386,17 @@ int fr_kv_lookup(fr_kv *kv, const fr_batch *keys, bool *found, fr_batch **out, f
     FR_CHECK(fr_batch_num_columns(keys) == kv->npk, FR_EINVAL, err,
              "%s: a lookup needs the %d primary key columns, not %d columns", kv->name, kv->npk,
              fr_batch_num_columns(keys));
-    kv_sink s;
-    int rc = sink_init(&s, kv, NULL, 0, NULL, 0, NULL, NULL, err);
-    fr_buf key;
-    fr_buf_init(&key);
-    fr_value *kvals = fr_calloc((size_t)kv->npk * 2, sizeof *kvals); /* read, then cast */
-    fr_arena *arena = fr_arena_new(4096);
-    if (rc == FR_OK && (!kvals || !arena))
-        rc = fr_fail(err, FR_ENOMEM, "%s: out of memory for a lookup", kv->name);
-    const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(kv->db);
-    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
-    rocksdb_readoptions_set_snapshot(ro, snap);
     int64_t n = fr_batch_num_rows(keys);
-    for (int64_t i = 0; rc == FR_OK && i < n; i++)
-        rc = kv_lookup_one(kv, keys, i, ro, &s, kvals, arena, &key, &found[i], err);
+    for (int64_t i = 0; i < n; i++) found[i] = false;
+    kv_sink s;
+    kv_keyset ks;
+    memset(&ks, 0, sizeof ks);
+    fr_buf_init(&ks.bytes);
+    int rc = sink_init(&s, kv, NULL, 0, NULL, 0, NULL, NULL, err);
+    if (rc == FR_OK) rc = keyset_build(kv, keys, &ks, err);
+    if (rc == FR_OK) rc = lookup_all(kv, &ks, n, &s, found, err);
     if (rc == FR_OK) rc = fr_builder_finish(s.bld, out, err);
-    rocksdb_readoptions_destroy(ro);
-    rocksdb_release_snapshot(kv->db, snap);
-    if (arena) fr_arena_free(arena);
-    fr_free(kvals);
-    fr_buf_free(&key);
+    keyset_free(&ks);
     sink_free(&s);
     return rc;
 }

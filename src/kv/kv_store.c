@@ -129,18 +129,34 @@ static int kv_make_options(fr_kv *kv, fr_error *err)
     kv->wopts = rocksdb_writeoptions_create();
     rocksdb_writeoptions_disable_WAL(kv->wopts, 1);
     kv->ropts = rocksdb_readoptions_create();
+    kv->wb = rocksdb_writebatch_create();
     return FR_OK;
 }
 
+/* Opens the database with a handle on its default column family (the batched MultiGet of
+ * the C API takes one; the store uses no other family). */
 static int kv_db_open(fr_kv *kv, fr_error *err)
 {
     char *errptr = NULL;
-    kv->db = rocksdb_open(kv->opts, kv->dir, &errptr);
+    const char *names[1] = { "default" };
+    const rocksdb_options_t *cf_opts[1] = { kv->opts };
+    rocksdb_column_family_handle_t *handles[1] = { NULL };
+    kv->db = rocksdb_open_column_families(kv->opts, kv->dir, 1, names, cf_opts, handles,
+                                          &errptr);
     if (errptr) {
         kv->db = NULL;
         return kv_rocks_fail(kv, errptr, "open", err);
     }
+    kv->cf = handles[0];
     return FR_OK;
+}
+
+static void kv_db_close(fr_kv *kv)
+{
+    if (kv->cf) rocksdb_column_family_handle_destroy(kv->cf);
+    kv->cf = NULL;
+    if (kv->db) rocksdb_close(kv->db);
+    kv->db = NULL;
 }
 
 static int kv_read_meta(fr_kv *kv, int64_t *applied, int64_t *nkeys, fr_error *err)
@@ -269,8 +285,7 @@ static int kv_rebuild(fr_kv *kv, int64_t applied, int64_t end, fr_error *err)
     FR_WARN("%s: the KV state is applied up to offset %lld but the log ends at %lld "
             "(its unflushed tail was lost); rebuilding the state from the whole log",
             kv->name, (long long)applied, (long long)end);
-    rocksdb_close(kv->db);
-    kv->db = NULL;
+    kv_db_close(kv);
     char *errptr = NULL;
     rocksdb_destroy_db(kv->opts, kv->dir, &errptr);
     if (errptr) return kv_rocks_fail(kv, errptr, "removal of the stale state", err);
@@ -310,7 +325,7 @@ static int kv_recover(fr_kv *kv, fr_error *err)
 
 static void kv_destroy(fr_kv *kv)
 {
-    if (kv->db) rocksdb_close(kv->db);
+    kv_db_close(kv);
     if (kv->env) {
         atomic_fetch_sub(&kv->env->active_bytes, kv->mem_reported);
         fr_kv_env_release(kv->env);
@@ -318,6 +333,7 @@ static void kv_destroy(fr_kv *kv)
     if (kv->opts) rocksdb_options_destroy(kv->opts);
     if (kv->wopts) rocksdb_writeoptions_destroy(kv->wopts);
     if (kv->ropts) rocksdb_readoptions_destroy(kv->ropts);
+    if (kv->wb) rocksdb_writebatch_destroy(kv->wb);
     kv_pending_free(&kv->pending);
     if (kv->delims)
         for (int c = 0; c < kv->ncols; c++) fr_free(kv->delims[c]);

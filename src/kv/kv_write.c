@@ -27,6 +27,7 @@ typedef struct kv_wctx {
     fr_buf cts; /* one change type per changelog record */
     fr_buf key, row;
     fr_value *in, *old, *out; /* ncols each */
+    kv_entry **entries;       /* per row: its key's pending entry (NULL: an ignored delete) */
     int64_t nrecords;
     int64_t key_delta; /* keys added minus keys removed */
     int64_t changed;
@@ -170,9 +171,10 @@ static int kv_encode(kv_wctx *w, const fr_value *row, fr_error *err)
 /* Gives the key its new row (w->row, or none when removing). */
 static int kv_store(kv_wctx *w, kv_entry *e, bool remove, fr_error *err)
 {
+    kv_pending *p = &w->kv->pending;
     if (!e->dirty) w->changed++;
-    if (remove) return kv_pending_set(e, NULL, 0, err);
-    return kv_pending_set(e, w->row.data, w->row.len, err);
+    if (remove) return kv_pending_set(p, e, NULL, 0, err);
+    return kv_pending_set(p, e, w->row.data, w->row.len, err);
 }
 
 /* The records of an update from old to w->out (already encoded in w->row), unless the row
@@ -201,7 +203,15 @@ static int kv_check_bitmaps(kv_wctx *w, fr_error *err)
     return FR_OK;
 }
 
-static int kv_upsert(kv_wctx *w, fr_error *err)
+/* A whole row replacing whatever was there needs no lookup when the changelog does not
+ * carry the old row (Fluss's WAL image optimization). */
+static bool kv_blind(const kv_wctx *w)
+{
+    const fr_kv *kv = w->kv;
+    return kv->image == FR_CHANGELOG_WAL && kv->merge == FR_MERGE_LAST_ROW && !w->targets;
+}
+
+static int kv_upsert(kv_wctx *w, kv_entry *e, fr_error *err)
 {
     fr_kv *kv = w->kv;
     if (w->targets) {
@@ -209,14 +219,7 @@ static int kv_upsert(kv_wctx *w, fr_error *err)
             if (!w->targets[c]) w->in[c] = fr_value_null(fr_schema_field(kv->schema, c)->type);
     }
     FR_TRY(kv_check_bitmaps(w, err));
-    fr_buf_reset(&w->key);
-    FR_TRY(kv_key_of_row(kv, w->in, &w->key, err));
-    /* A whole row replacing whatever was there needs no lookup when the changelog does not
-     * carry the old row (Fluss's WAL image optimization). */
-    bool blind = kv->image == FR_CHANGELOG_WAL && kv->merge == FR_MERGE_LAST_ROW && !w->targets;
-    kv_entry *e;
-    FR_TRY(kv_pending_get(&kv->pending, kv->db, kv->ropts, w->key.data, w->key.len, !blind, &e,
-                          err));
+    bool blind = kv_blind(w);
     if (blind || !e->val) {
         FR_TRY(kv_encode(w, w->in, err));
         FR_TRY(kv_emit(w, blind ? FR_CHANGE_UPDATE_AFTER : FR_CHANGE_INSERT, w->in, err));
@@ -229,16 +232,10 @@ static int kv_upsert(kv_wctx *w, fr_error *err)
     return kv_update(w, e, err);
 }
 
-static int kv_delete(kv_wctx *w, fr_error *err)
+static int kv_delete(kv_wctx *w, kv_entry *e, fr_error *err)
 {
     fr_kv *kv = w->kv;
-    if (kv->delete_behavior == FR_DELETE_IGNORE) return FR_OK;
-    fr_buf_reset(&w->key);
-    FR_TRY(kv_key_of_row(kv, w->in, &w->key, err));
-    kv_entry *e;
-    FR_TRY(kv_pending_get(&kv->pending, kv->db, kv->ropts, w->key.data, w->key.len, true, &e,
-                          err));
-    if (!e->val) return FR_OK; /* nothing to delete */
+    if (!e || !e->val) return FR_OK; /* an ignored delete, or nothing to delete */
     FR_TRY(kv_row_decode(kv, e->val, e->vlen, w->old, err));
     bool remove = true;
     if (w->targets) kv_merge_partial_delete(kv, w->old, w->targets, w->out, &remove);
@@ -279,36 +276,90 @@ static int kv_append(kv_wctx *w, int64_t writer_id, int32_t seq, int64_t *base, 
     return rc;
 }
 
-/* Writes the changed rows and the new applied offset in one RocksDB write. */
-static int kv_apply(fr_kv *kv, int64_t applied, int64_t nkeys, fr_error *err)
+/* The changed rows in key order in the store's write batch (emptied first; its buffer is
+ * kept from write to write), built before the append so that nothing that may fail for
+ * want of memory runs between the append and the write. */
+static int kv_batch_rows(fr_kv *kv, rocksdb_writebatch_t **out, fr_error *err)
 {
-    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-    for (size_t i = 0; i < kv->pending.cap; i++) {
-        kv_entry *e = &kv->pending.slots[i];
-        if (!e->key || !e->dirty) continue;
+    kv_entry **dirty = NULL;
+    size_t ndirty = 0;
+    FR_TRY(kv_pending_dirty_sorted(&kv->pending, &dirty, &ndirty, err));
+    rocksdb_writebatch_t *wb = kv->wb;
+    rocksdb_writebatch_clear(wb);
+    for (size_t i = 0; i < ndirty; i++) {
+        const kv_entry *e = dirty[i];
         if (e->val)
             rocksdb_writebatch_put(wb, (const char *)e->key, e->klen, (const char *)e->val,
                                    e->vlen);
         else
             rocksdb_writebatch_delete(wb, (const char *)e->key, e->klen);
     }
+    fr_free(dirty);
+    *out = wb;
+    return FR_OK;
+}
+
+/* Empties the store's write batch, keeping its buffer unless a large write grew it. */
+static void kv_batch_reset(fr_kv *kv)
+{
+    size_t size = 0;
+    rocksdb_writebatch_data(kv->wb, &size);
+    if (size <= KV_WRITE_BATCH_KEEP_BYTES) {
+        rocksdb_writebatch_clear(kv->wb);
+        return;
+    }
+    rocksdb_writebatch_destroy(kv->wb);
+    kv->wb = rocksdb_writebatch_create();
+}
+
+/* Writes the batch of changed rows with the new applied offset: one RocksDB write. */
+static int kv_apply(fr_kv *kv, rocksdb_writebatch_t *wb, int64_t applied, int64_t nkeys,
+                    fr_error *err)
+{
     uint8_t meta[KV_META_VALUE_LEN];
     kv_meta_encode(meta, applied, nkeys);
     rocksdb_writebatch_put(wb, KV_META_KEY, KV_META_KEY_LEN, (const char *)meta, sizeof meta);
     char *errptr = NULL;
     rocksdb_write(kv->db, kv->wopts, wb, &errptr);
-    rocksdb_writebatch_destroy(wb);
     if (errptr) return kv_rocks_fail(kv, errptr, "write", err);
     return FR_OK;
+}
+
+/* Finds every row's pending entry before any record is computed, and reads the stored rows
+ * the records need in one pass of batched MultiGets (a key's first use decides whether it
+ * is read: a blind upsert does not read it, a delete does). */
+static int kv_prepare(kv_wctx *w, const fr_batch *rows, const uint8_t *ops, fr_error *err)
+{
+    fr_kv *kv = w->kv;
+    int64_t n = fr_batch_num_rows(rows);
+    w->entries = fr_calloc((size_t)n + 1, sizeof *w->entries);
+    FR_CHECK(w->entries, FR_ENOMEM, err, "%s: out of memory for a write of %lld rows", kv->name,
+             (long long)n);
+    FR_TRY(kv_pending_reserve(&kv->pending, (size_t)n, err));
+    bool blind = kv_blind(w);
+    for (int64_t i = 0; i < n; i++) {
+        bool del = ops && ops[i] == FR_KV_DELETE;
+        if (del && kv->delete_behavior == FR_DELETE_IGNORE) continue;
+        for (int k = 0; k < kv->npk; k++)
+            fr_column_get(fr_batch_column(rows, kv->pk[k]), i, &w->in[kv->pk[k]]);
+        fr_buf_reset(&w->key);
+        int rc = kv_key_of_row(kv, w->in, &w->key, err);
+        if (rc < 0) return fr_error_wrap(err, "row %lld", (long long)i);
+        FR_TRY(kv_pending_add(&kv->pending, w->key.data, w->key.len, del || !blind,
+                              &w->entries[i], err));
+    }
+    return kv_pending_load(&kv->pending, kv->db, kv->cf, kv->ropts, err);
 }
 
 static int kv_records(kv_wctx *w, const fr_batch *rows, const uint8_t *ops, fr_error *err)
 {
     int64_t n = fr_batch_num_rows(rows);
+    FR_TRY(kv_prepare(w, rows, ops, err));
     for (int64_t i = 0; i < n; i++) {
-        kv_row_values(rows, i, w->kv->ncols, w->in);
         bool del = ops && ops[i] == FR_KV_DELETE;
-        int rc = del ? kv_delete(w, err) : kv_upsert(w, err);
+        if (del && !w->entries[i]) continue;
+        kv_row_values(rows, i, w->kv->ncols, w->in);
+        int rc = del ? kv_delete(w, w->entries[i], err) : kv_upsert(w, w->entries[i], err);
         if (rc < 0) return fr_error_wrap(err, "row %lld", (long long)i);
     }
     return FR_OK;
@@ -327,13 +378,19 @@ static int kv_write_locked(kv_wctx *w, const fr_batch *rows, const uint8_t *ops,
         return FR_OK;
     }
     int64_t base = -1;
+    rocksdb_writebatch_t *wb = NULL;
+    FR_TRY(kv_batch_rows(kv, &wb, err));
     int rc = kv_append(w, writer_id, seq, &base, err);
     if (rc == FR_EDUPLICATE) res->base_offset = base;
-    if (rc < 0) return rc;
+    if (rc < 0) {
+        kv_batch_reset(kv);
+        return rc;
+    }
     int64_t applied = base + w->nrecords;
     int64_t nkeys = atomic_load(&kv->nkeys);
     if (kv->image == FR_CHANGELOG_FULL && nkeys >= 0) nkeys += w->key_delta;
-    rc = kv_apply(kv, applied, nkeys, err);
+    rc = kv_apply(kv, wb, applied, nkeys, err);
+    kv_batch_reset(kv);
     if (rc < 0) {
         kv->failed = rc;
         return fr_error_wrap(err, "the changelog up to offset %lld is in the log but not in the state",
@@ -368,6 +425,7 @@ static void kv_wctx_free(kv_wctx *w)
 {
     fr_builder_free(w->bld);
     if (w->arena) fr_arena_free(w->arena);
+    fr_free(w->entries);
     fr_free(w->in);
     fr_buf_free(&w->cts);
     fr_buf_free(&w->key);
