@@ -35,7 +35,7 @@
 #define UNION_READ_BYTES (8 << 20)
 #define UNION_SNAPSHOT_TRIES 8
 
-/* One bucket of one partition (part NULL: the table's own buckets) to read from the log. */
+/* One bucket of one partition (or of the table, without partitions) to read from the log. */
 typedef struct union_bucket {
     int part;        /* index into parts, -1 without partitions */
     int bucket;
@@ -72,7 +72,8 @@ typedef struct union_read {
     fr_arena *arena;
     const fr_expr *filter;    /* spec's filter remapped to needed positions, or NULL */
     const fr_expr *prune;     /* the filter given to the lake scan, or NULL */
-    int *lake_cols;           /* the lake scan's columns: needed (+ __bucket) */
+    int *lake_cols;           /* the lake scan's columns: needed (then __bucket and
+                               * __timestamp when partitions are checked) */
     int nlake;
     bool check_parts;         /* lake rows must belong to a current, tiered partition */
     bool same_types;          /* the lake types of the needed columns are the table's */
@@ -283,7 +284,7 @@ fail:
 
 /* A lake batch (taken) in the table's types: as it is when the lake types of its columns are
  * the table's, else converted (fr_lake_rows_to_table). Its columns stay those of the lake
- * scan: needed, then __bucket when partitions are checked. */
+ * scan (lake_cols). */
 static int to_table_types(union_read *u, fr_batch *lb, fr_batch **out, fr_error *err)
 {
     *out = NULL;
