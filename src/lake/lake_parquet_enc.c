@@ -256,27 +256,59 @@ void pq_compressor_free(pq_compressor *c)
 
 int pq_compress(pq_compressor *c, const uint8_t *p, size_t n, fr_buf *out, fr_error *err)
 {
+    return pq_compress2(c, p, n, NULL, 0, out, err);
+}
+
+/* ZSTD streams the two parts into one frame, so the second (a page's values) is not copied
+ * behind the first (its definition levels); SNAPPY has no such interface and joins them. */
+int pq_compress2(pq_compressor *c, const uint8_t *a, size_t alen, const uint8_t *b, size_t blen,
+                 fr_buf *out, fr_error *err)
+{
     fr_buf_reset(out);
+    size_t n = alen + blen;
     switch (c->codec) {
     case FR_PARQUET_UNCOMPRESSED:
-        return fr_buf_append(out, p, n, err);
+        FR_TRY(fr_buf_append(out, a, alen, err));
+        return fr_buf_append(out, b, blen, err);
     case FR_PARQUET_ZSTD: {
         size_t cap = ZSTD_compressBound(n);
         FR_TRY(fr_buf_reserve(out, cap, err));
-        size_t got = ZSTD_compressCCtx(c->zc, out->data, cap, p, n, c->level);
-        if (ZSTD_isError(got))
-            return fr_fail(err, FR_EINVAL, "ZSTD compression failed: %s", ZSTD_getErrorName(got));
-        out->len = got;
+        size_t rc = ZSTD_CCtx_reset(c->zc, ZSTD_reset_session_only);
+        if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setParameter(c->zc, ZSTD_c_compressionLevel, c->level);
+        if (!ZSTD_isError(rc)) rc = ZSTD_CCtx_setPledgedSrcSize(c->zc, n);
+        ZSTD_outBuffer ob = {out->data, cap, 0};
+        ZSTD_inBuffer ia = {a, alen, 0}, ib = {b, blen, 0};
+        if (!ZSTD_isError(rc) && alen) {
+            rc = ZSTD_compressStream2(c->zc, &ob, &ia, ZSTD_e_continue);
+            if (!ZSTD_isError(rc) && ia.pos != alen) rc = (size_t)-1;
+        }
+        while (!ZSTD_isError(rc)) {
+            rc = ZSTD_compressStream2(c->zc, &ob, &ib, ZSTD_e_end);
+            if (rc == 0) break;
+        }
+        if (ZSTD_isError(rc))
+            return fr_fail(err, FR_EINVAL, "ZSTD compression failed: %s", ZSTD_getErrorName(rc));
+        out->len = ob.pos;
         return 0;
     }
     case FR_PARQUET_SNAPPY: {
-        size_t cap = snappy_max_compressed_length(n);
-        FR_TRY(fr_buf_reserve(out, cap, err));
-        size_t got = cap;
-        if (snappy_compress((const char *)p, n, (char *)out->data, &got) != SNAPPY_OK)
-            return fr_fail(err, FR_EINVAL, "SNAPPY compression failed");
-        out->len = got;
-        return 0;
+        static const uint8_t empty[1];
+        const uint8_t *src = blen ? b : alen ? a : empty;
+        uint8_t *joined = NULL;
+        if (alen && blen) {
+            joined = fr_malloc(n);
+            if (!joined) return fr_fail(err, FR_ENOMEM, "out of memory");
+            memcpy(joined, a, alen);
+            memcpy(joined + alen, b, blen);
+            src = joined;
+        }
+        size_t cap = snappy_max_compressed_length(n), got = cap;
+        int rc = fr_buf_reserve(out, cap, err);
+        if (rc == 0 && snappy_compress((const char *)src, n, (char *)out->data, &got) != SNAPPY_OK)
+            rc = fr_fail(err, FR_EINVAL, "SNAPPY compression failed");
+        fr_free(joined);
+        if (rc == 0) out->len = got;
+        return rc;
     }
     default:
         return fr_fail(err, FR_EINVAL, "unknown Parquet codec %d", c->codec);

@@ -167,6 +167,9 @@ int pq_compressor_new(int codec, int zstd_level, pq_compressor **out, fr_error *
 void pq_compressor_free(pq_compressor *c);
 /* Compresses p[0, n) into out (reset first). UNCOMPRESSED copies. */
 int pq_compress(pq_compressor *c, const uint8_t *p, size_t n, fr_buf *out, fr_error *err);
+/* Compresses the concatenation of a[0, alen) and b[0, blen) (either may be empty). */
+int pq_compress2(pq_compressor *c, const uint8_t *a, size_t alen, const uint8_t *b, size_t blen,
+                 fr_buf *out, fr_error *err);
 /* Decompresses exactly `expect` bytes into dst. FR_ECORRUPT on a size mismatch or bad data,
  * FR_EUNSUPPORTED for codecs firth does not read. */
 int pq_decompress(int codec, const uint8_t *p, size_t n, uint8_t *dst, size_t expect,

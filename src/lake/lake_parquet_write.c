@@ -462,20 +462,30 @@ static int encode_page_header(fr_buf *out, int type, size_t usize, size_t csize,
     return fr_thrift_w_finish(&tw);
 }
 
-/* Compresses w->page and appends header + body to out; returns the sizes. */
+/* Compresses a page whose bytes are a[0, alen) followed by b[0, blen) and appends header and
+ * body to out; returns the sizes. Uncompressed pages are appended as they are. */
 static int emit_page(fr_parquet_writer *w, fr_buf *out, int type, int64_t values, int encoding,
+                     const uint8_t *a, size_t alen, const uint8_t *b, size_t blen,
                      int64_t *usize, int64_t *csize, fr_error *err)
 {
-    FR_CHECK(w->page.len <= (size_t)FR_PARQUET_PAGE_BYTES_MAX, FR_ELIMIT, err,
-             "a Parquet page of %zu bytes exceeds the %d-byte limit", w->page.len,
-             FR_PARQUET_PAGE_BYTES_MAX);
-    FR_TRY(pq_compress(w->comp, w->page.data, w->page.len, &w->zpage, err));
+    size_t n = alen + blen;
+    FR_CHECK(n <= (size_t)FR_PARQUET_PAGE_BYTES_MAX, FR_ELIMIT, err,
+             "a Parquet page of %zu bytes exceeds the %d-byte limit", n, FR_PARQUET_PAGE_BYTES_MAX);
+    bool raw = w->opts.codec == FR_PARQUET_UNCOMPRESSED;
+    if (!raw) FR_TRY(pq_compress2(w->comp, a, alen, b, blen, &w->zpage, err));
+    size_t zlen = raw ? n : w->zpage.len;
     fr_buf_reset(&w->header);
-    FR_TRY(encode_page_header(&w->header, type, w->page.len, w->zpage.len, values, encoding, err));
+    FR_TRY(encode_page_header(&w->header, type, n, zlen, values, encoding, err));
+    FR_TRY(fr_buf_reserve(out, w->header.len + zlen, err));
     FR_TRY(fr_buf_append(out, w->header.data, w->header.len, err));
-    FR_TRY(fr_buf_append(out, w->zpage.data, w->zpage.len, err));
-    *usize = (int64_t)(w->header.len + w->page.len);
-    *csize = (int64_t)(w->header.len + w->zpage.len);
+    if (raw) {
+        FR_TRY(fr_buf_append(out, a, alen, err));
+        FR_TRY(fr_buf_append(out, b, blen, err));
+    } else {
+        FR_TRY(fr_buf_append(out, w->zpage.data, w->zpage.len, err));
+    }
+    *usize = (int64_t)(w->header.len + n);
+    *csize = (int64_t)(w->header.len + zlen);
     return 0;
 }
 
@@ -520,12 +530,16 @@ static int flush_page(fr_parquet_writer *w, pq_colw *cw, fr_error *err)
             cw->dict_on = dict = false;
         }
     }
+    /* A page of nulls alone needs no dictionary (and an empty dictionary page helps no one). */
+    if (dict && cw->dict.count == 0) dict = false;
     fr_buf_reset(&w->page);
     if (cw->type.nullable) {
         FR_TRY(fr_buf_append_zeros(&w->page, 4, err));
         FR_TRY(pq_rle_encode_u8(cw->defs.data, cw->page_rows, 1, &w->page, err));
         fr_put_u32le(w->page.data, (uint32_t)(w->page.len - 4));
     }
+    const uint8_t *vals = NULL;
+    size_t vlen = 0;
     if (dict) {
         uint8_t bw = (uint8_t)bit_width_of(cw->dict.count ? (uint32_t)cw->dict.count - 1 : 0);
         FR_TRY(fr_buf_append(&w->page, &bw, 1, err));
@@ -533,12 +547,14 @@ static int flush_page(fr_parquet_writer *w, pq_colw *cw, fr_error *err)
                              &w->page, err));
         cw->chunk_dict = true;
     } else {
-        FR_TRY(fr_buf_append(&w->page, cw->vals.data, cw->vals.len, err));
+        vals = cw->vals.data; /* compressed from where it is, after the levels */
+        vlen = cw->vals.len;
         cw->chunk_plain = true;
     }
     int64_t usize, csize;
     FR_TRY(emit_page(w, &cw->chunk, PQ_PAGE_DATA, cw->page_rows,
-                     dict ? PQ_ENC_RLE_DICTIONARY : PQ_ENC_PLAIN, &usize, &csize, err));
+                     dict ? PQ_ENC_RLE_DICTIONARY : PQ_ENC_PLAIN, w->page.data, w->page.len, vals,
+                     vlen, &usize, &csize, err));
     cw->chunk_uncompressed += usize;
     cw->chunk_values += cw->page_rows;
     cw->chunk_nulls += cw->page_nulls;
@@ -740,13 +756,11 @@ static int finish_chunk(fr_parquet_writer *w, int col, pq_chunk_out *co, fr_erro
     memset(co, 0, sizeof *co);
     co->dict_offset = -1;
     if (cw->chunk_dict) {
-        fr_buf_reset(&w->page);
-        FR_TRY(fr_buf_append(&w->page, cw->dict.plain.data, cw->dict.plain.len, err));
         fr_buf dictpage;
         fr_buf_init(&dictpage);
         int64_t usize, csize;
-        int rc = emit_page(w, &dictpage, PQ_PAGE_DICTIONARY, cw->dict.count, PQ_ENC_PLAIN, &usize,
-                           &csize, err);
+        int rc = emit_page(w, &dictpage, PQ_PAGE_DICTIONARY, cw->dict.count, PQ_ENC_PLAIN,
+                           cw->dict.plain.data, cw->dict.plain.len, NULL, 0, &usize, &csize, err);
         if (rc == 0) {
             co->dict_offset = w->offset;
             rc = write_all(w, dictpage.data, dictpage.len, err);
