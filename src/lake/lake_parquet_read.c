@@ -75,6 +75,10 @@ static int build_schema(fr_parquet_reader *r, fr_error *err)
     }
     if (rc == 0) {
         rc = fr_schema_new(fields, n, 0, &r->schema, err);
+        if (rc == FR_EINVAL) { /* e.g. names equal but for case */
+            rc = FR_EUNSUPPORTED;
+            if (err) err->code = rc;
+        }
         if (rc < 0) fr_error_wrap(err, "%s: Parquet schema", r->path);
     }
     fr_free(fields);
