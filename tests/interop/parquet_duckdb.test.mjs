@@ -84,6 +84,8 @@ const writes = [
   { name: 'uncompressed', codec: 'uncompressed', rows: 3000 },
   { name: 'many_groups', codec: 'zstd', rows: 20000, rg: 200000, page: 8000 },
   { name: 'one_row', codec: 'snappy', rows: 1 },
+  // Dictionaries that outgrow 600 bytes: dictionary pages, RLE_DICTIONARY pages, then PLAIN.
+  { name: 'dict_fallback', codec: 'zstd', rows: 5000, rg: 400000, page: 1500, dict: 600 },
 ];
 
 for (const w of writes) {
@@ -91,6 +93,7 @@ for (const w of writes) {
     const file = path.join(dir, `firth_${w.name}.parquet`);
     const args = ['write', file, w.codec, String(w.rows)];
     if (w.rg) args.push(String(w.rg), String(w.page));
+    if (w.dict) args.push(String(w.dict));
     const expected = tool_(args);
     const f = `'${file}'`;
     const [[count]] = await rows(`SELECT count(*)::INTEGER FROM read_parquet(${f})`);
@@ -98,6 +101,10 @@ for (const w of writes) {
     const [[groups]] = await rows(`SELECT count(DISTINCT row_group_id)::INTEGER FROM parquet_metadata(${f})`);
     assert.equal(groups, expected.row_groups);
     if (w.rg) assert.ok(groups > 1, 'several row groups');
+    if (w.dict) {
+      const enc = await rows(`SELECT encodings FROM parquet_metadata(${f}) WHERE path_in_schema = 'mid'`);
+      assert.ok(enc.some(([e]) => /PLAIN/.test(e) && /RLE_DICTIONARY/.test(e)), JSON.stringify(enc));
+    }
     const [[codec]] = await rows(`SELECT DISTINCT compression FROM parquet_metadata(${f})`);
     assert.equal(codec, w.codec.toUpperCase());
     const ids = await rows(`SELECT name, field_id FROM parquet_schema(${f}) WHERE field_id IS NOT NULL`);

@@ -1,9 +1,10 @@
 /* parquet_tool.c — the C side of the Parquet interop test (parquet_duckdb.test.mjs) and the
  * writer of the Parquet fuzz seeds.
  *
- *   parquet_tool write FILE CODEC ROWS [ROW_GROUP_BYTES [PAGE_BYTES]]
- *        writes a table covering every firth type, with nulls, a NOT NULL column and a
- *        repetitive (dictionary) column, and prints its fields and values as JSON.
+ *   parquet_tool write FILE CODEC ROWS [ROW_GROUP_BYTES [PAGE_BYTES [DICT_BYTES_MAX]]]
+ *        writes a table covering every firth type, with nulls, a NOT NULL column, a
+ *        repetitive column (a small dictionary) and one of 400 values in runs (a dictionary
+ *        that outgrows a small DICT_BYTES_MAX), and prints its fields and values as JSON.
  *   parquet_tool read FILE [COL...]
  *        reads a Parquet file with firth (every row group; the named columns or all) and
  *        prints its fields, field ids, row-group count and values as JSON.
@@ -98,7 +99,7 @@ static const struct {
     {"ts0", "TIMESTAMP(0)"}, {"ts3", "TIMESTAMP(3)"}, {"ts6", "TIMESTAMP(6)"},
     {"ts9", "TIMESTAMP(9)"}, {"tz3", "TIMESTAMP_LTZ(3)"}, {"tz6", "TIMESTAMP_LTZ(6)"},
     {"tz9", "TIMESTAMP_LTZ(9)"}, {"nn", "BIGINT NOT NULL"}, {"rep", "STRING"},
-    {"flag", "BOOLEAN NOT NULL"},
+    {"flag", "BOOLEAN NOT NULL"}, {"mid", "STRING"},
 };
 #define TABLE_NCOLS ((int)(sizeof table_cols / sizeof table_cols[0]))
 
@@ -165,6 +166,7 @@ static void append_row(fr_builder *bld, const fr_schema *s, int64_t r)
         case FR_T_CHAR: {
             int n;
             if (!strcmp(fr_schema_field(s, c)->name, "rep")) n = snprintf(text, sizeof text, "category-%d", (int)(h % 7));
+            else if (!strcmp(fr_schema_field(s, c)->name, "mid")) n = snprintf(text, sizeof text, "m-%d", (int)(r / 8 % 400));
             else if (t->id == FR_T_CHAR) n = snprintf(text, sizeof text, "%05u", (unsigned)(h % 100000));
             else if (r == 0) n = 0;
             else if (r == 1) n = snprintf(text, sizeof text, "caf\xc3\xa9 \xe2\x82\xac");
@@ -205,6 +207,7 @@ static int cmd_write(int argc, char **argv)
     int64_t rows = strtoll(argv[4], NULL, 10);
     if (argc > 5) o.row_group_bytes = strtoll(argv[5], NULL, 10);
     if (argc > 6) o.page_bytes = strtoll(argv[6], NULL, 10);
+    if (argc > 7) o.dict_bytes_max = strtoll(argv[7], NULL, 10);
     fr_schema *s = table_schema();
     int32_t ids[TABLE_NCOLS];
     for (int i = 0; i < TABLE_NCOLS; i++) ids[i] = 100 + i;
@@ -345,7 +348,7 @@ int main(int argc, char **argv)
     else if (argc >= 2 && !strcmp(argv[1], "read")) rc = cmd_read(argc, argv);
     else if (argc >= 2 && !strcmp(argv[1], "corpus")) rc = cmd_corpus(argc, argv);
     if (rc == 2)
-        fprintf(stderr, "usage: parquet_tool write FILE CODEC ROWS [RG_BYTES [PAGE_BYTES]] | "
+        fprintf(stderr, "usage: parquet_tool write FILE CODEC ROWS [RG_BYTES [PAGE_BYTES [DICT_BYTES]]] | "
                         "read FILE [COL...] | corpus DIR\n");
     return rc;
 }
