@@ -40,6 +40,8 @@ struct fr_iceberg_commit {
     ice_side data, del;
     fr_ice_file *files;   /* closed files */
     int nfiles, cap;
+    const char **expired; /* manifest lists of snapshots this commit expires (URIs) */
+    int nexpired;
     const char **created; /* local paths of every file created, for abort */
     int ncreated, created_cap;
     fr_buf key;           /* scratch */
@@ -591,6 +593,61 @@ static int totals(const fr_iceberg_commit *c, const fr_ice_snap *parent, ice_tot
         if (json_object_set_new((obj), (key), (val)) != 0) goto nomem;                       \
     } while (0)
 
+/* Keeps the newest snapshots and metadata-log entries of doc within the table's limits.
+ * The manifest lists of the expired snapshots are noted for removal once the commit is
+ * published (no other snapshot refers to them; their manifests and data files may still
+ * be in use and are left to fr_iceberg_remove_orphans). */
+static int trim_history(fr_iceberg_commit *c, json_t *doc, fr_error *err)
+{
+    json_t *snaps = json_object_get(doc, "snapshots");
+    size_t n = json_array_size(snaps), keep = (size_t)c->t->snapshots_keep;
+    if (n > keep) {
+        size_t drop = n - keep;
+        c->expired = fr_arena_alloc(c->arena, drop * sizeof *c->expired);
+        FR_CHECK(c->expired, FR_ENOMEM, err, "out of memory in a commit");
+        fr_ice_map *gone = fr_ice_map_new();
+        FR_CHECK(gone, FR_ENOMEM, err, "out of memory in a commit");
+        int rc = 0;
+        for (size_t i = 0; rc == 0 && i < drop; i++) {
+            json_t *s0 = json_array_get(snaps, 0);
+            json_int_t id = json_integer_value(json_object_get(s0, "snapshot-id"));
+            const char *ml = json_string_value(json_object_get(s0, "manifest-list"));
+            char *copy = ml ? fr_arena_strndup(c->arena, ml, strlen(ml)) : NULL;
+            if (copy) c->expired[c->nexpired++] = copy;
+            int64_t *slot;
+            rc = fr_ice_map_put(gone, &id, sizeof id, 1, &slot, err);
+            json_array_remove(snaps, 0);
+        }
+        json_t *slog = json_object_get(doc, "snapshot-log");
+        for (size_t i = json_array_size(slog); rc == 0 && i-- > 0;) {
+            json_int_t id = json_integer_value(json_object_get(json_array_get(slog, i), "snapshot-id"));
+            if (fr_ice_map_get(gone, &id, sizeof id)) json_array_remove(slog, i);
+        }
+        fr_ice_map_free(gone);
+        FR_TRY(rc);
+    }
+    json_t *mlog = json_object_get(doc, "metadata-log");
+    while (json_array_size(mlog) > (size_t)c->t->metadata_keep) json_array_remove(mlog, 0);
+    return 0;
+}
+
+/* Removes what the published commit made unreferenced: manifest lists of expired
+ * snapshots, and the metadata file that left the metadata log. Best effort: what stays is
+ * removed by fr_iceberg_remove_orphans. */
+static void remove_expired(fr_iceberg_commit *c, int64_t version)
+{
+    for (int i = 0; i < c->nexpired; i++) {
+        const char *p = fr_ice_local_path(c->expired[i]);
+        if (p) unlink(p);
+    }
+    int64_t old = version - 1 - c->t->metadata_keep;
+    if (old >= 1) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/v%lld.metadata.json", c->t->meta_dir, (long long)old);
+        unlink(path);
+    }
+}
+
 /* The next metadata document: the current one with the new snapshot appended and made
  * current. *out is the JSON text (free()). */
 static int next_metadata(fr_iceberg_commit *c, int64_t snap_id, int64_t seq, const char *list_uri,
@@ -650,6 +707,10 @@ static int next_metadata(fr_iceberg_commit *c, int64_t snap_id, int64_t seq, con
     if (json_array_append_new(mlog, json_pack("{s:I,s:s}", "timestamp-ms", (json_int_t)prev_ms,
                                               "metadata-file", prev)) != 0)
         goto nomem;
+    if (trim_history(c, doc, err) < 0) {
+        json_decref(doc);
+        return err ? err->code : FR_ENOMEM;
+    }
     *out = json_dumps(doc, JSON_INDENT(2));
     json_decref(doc);
     if (!*out) return fr_fail(err, FR_ENOMEM, "out of memory in a commit");
@@ -826,6 +887,7 @@ static int finish(fr_iceberg_commit *c, const fr_lake_offset *offsets, int noffs
     fr_error herr = {0};
     if (fr_ice_write_version_hint(t->meta_dir, version, &herr) < 0)
         FR_WARN("table %s: version hint not updated: %s", t->dir, herr.msg);
+    remove_expired(c, version);
     *snapshot_id = snap_id;
 fail:
     free(text);

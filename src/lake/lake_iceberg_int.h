@@ -24,6 +24,8 @@
 #define FR_ICE_SUMMARY_OFFSETS_KEY "firth.tiered-offsets"
 #define FR_ICE_PROP_SCHEMA "firth.schema"
 #define FR_ICE_MANIFESTS_MERGE_MIN 64
+#define FR_ICE_SNAPSHOTS_KEEP 100  /* snapshots kept in the metadata; older ones expire */
+#define FR_ICE_METADATA_KEEP 100   /* earlier metadata files kept (Iceberg's default) */
 
 /* ---- parsed metadata ------------------------------------------------------------------- */
 
@@ -227,6 +229,8 @@ struct fr_iceberg_table {
     int64_t target_file_bytes;
     int crash_after;      /* test hook */
     int merge_min;        /* manifests of one kind beyond which a commit merges them */
+    int snapshots_keep;   /* FR_ICE_SNAPSHOTS_KEEP, or a test's */
+    int metadata_keep;    /* FR_ICE_METADATA_KEEP, or a test's */
 };
 
 /* Makes m (a reference the caller hands over) the table's metadata, after checking that its
@@ -250,5 +254,7 @@ void fr_iceberg_test_crash_after(fr_iceberg_table *t, int step);
 /* Test hook: a commit that would leave more than n manifests of one kind (data, deletes) in
  * the list merges the older ones into one (FR_ICE_MANIFESTS_MERGE_MIN by default). */
 void fr_iceberg_test_merge_min(fr_iceberg_table *t, int n);
+/* Test hook: keep this many snapshots and earlier metadata files instead of the defaults. */
+void fr_iceberg_test_history(fr_iceberg_table *t, int snapshots_keep, int metadata_keep);
 
 #endif

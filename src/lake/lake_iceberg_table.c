@@ -209,6 +209,8 @@ int fr_iceberg_open(const char *dir, const fr_lake_spec *spec, fr_iceberg_table 
     }
     if (t->target_file_bytes <= 0) t->target_file_bytes = (int64_t)512 << 20;
     t->merge_min = FR_ICE_MANIFESTS_MERGE_MIN;
+    t->snapshots_keep = FR_ICE_SNAPSHOTS_KEEP;
+    t->metadata_keep = FR_ICE_METADATA_KEEP;
     FR_GOTO(derive(t, err));
     *out = t;
     return 0;
@@ -318,6 +320,12 @@ void fr_iceberg_test_crash_after(fr_iceberg_table *t, int step) { t->crash_after
 
 void fr_iceberg_test_merge_min(fr_iceberg_table *t, int n) { t->merge_min = n; }
 
+void fr_iceberg_test_history(fr_iceberg_table *t, int snapshots_keep, int metadata_keep)
+{
+    t->snapshots_keep = snapshots_keep;
+    t->metadata_keep = metadata_keep;
+}
+
 /* ---- orphans --------------------------------------------------------------------------- */
 
 /* The base name of a local path or URI. */
@@ -373,8 +381,21 @@ static bool is_metadata_name(const char *s)
     return s[0] == 'v' && n > 15 && strcmp(s + n - 14, ".metadata.json") == 0;
 }
 
-static int sweep(const char *dir, const fr_ice_map *keep, bool metadata, int *removed,
-                 fr_error *err)
+/* Whether s is v<N>.metadata.json with N below oldest (beyond the metadata history). */
+static bool old_version(const char *s, int64_t oldest)
+{
+    if (s[0] != 'v') return false;
+    char num[32];
+    size_t k = strlen(s) - 15;
+    if (k == 0 || k >= sizeof num) return false;
+    memcpy(num, s + 1, k);
+    num[k] = 0;
+    int64_t v;
+    return fr_parse_i64(num, &v, NULL) == 0 && v < oldest;
+}
+
+static int sweep(const char *dir, const fr_ice_map *keep, bool metadata, int64_t oldest,
+                 int *removed, fr_error *err)
 {
     DIR *d = opendir(dir);
     if (!d) {
@@ -386,7 +407,7 @@ static int sweep(const char *dir, const fr_ice_map *keep, bool metadata, int *re
     while (rc == 0 && (e = readdir(d))) {
         const char *s = e->d_name;
         if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0) continue;
-        if (metadata && is_metadata_name(s)) continue;
+        if (metadata && is_metadata_name(s) && !old_version(s, oldest)) continue;
         if (fr_ice_map_get(keep, s, strlen(s))) continue;
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, s);
@@ -408,8 +429,9 @@ int fr_iceberg_remove_orphans(fr_iceberg_table *t, int *removed, fr_error *err)
     fr_ice_map *keep = fr_ice_map_new();
     if (!keep) return fr_fail(err, FR_ENOMEM, "out of memory");
     int rc = mark_referenced(t, keep, err);
-    if (rc == 0) rc = sweep(t->data_dir, keep, false, &count, err);
-    if (rc == 0) rc = sweep(t->meta_dir, keep, true, &count, err);
+    int64_t oldest = t->meta->version - t->metadata_keep;
+    if (rc == 0) rc = sweep(t->data_dir, keep, false, 0, &count, err);
+    if (rc == 0) rc = sweep(t->meta_dir, keep, true, oldest, &count, err);
     fr_ice_map_free(keep);
     if (removed) *removed = count;
     if (rc < 0) return fr_error_wrap(err, "table %s: removing orphans", t->dir);

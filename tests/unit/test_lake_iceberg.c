@@ -489,6 +489,71 @@ static void test_scan_across_commits(void **state)
     ik_rmdir(dir);
 }
 
+static int count_glob(const char *dir, const char *prefix, const char *suffix)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep '^%s.*%s$' | wc -l", dir, prefix, suffix);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    int n = -1;
+    assert_int_equal(fscanf(p, "%d", &n), 1);
+    pclose(p);
+    return n;
+}
+
+/* Old snapshots expire and old metadata files go, within the table's limits; every row and
+ * the merged offsets stay. */
+static void test_history_trimmed(void **state)
+{
+    (void)state;
+    char *dir = ik_tmpdir("ice_history");
+    ik_table k;
+    ik_table_init(&k, 0, 0);
+    fr_error err = {0};
+    fr_iceberg_table *t;
+    IK_CHECK(fr_iceberg_open(dir, &k.spec, &t, &err), err);
+    fr_iceberg_test_history(t, 3, 2);
+    fr_iceberg_test_merge_min(t, 4);
+    char meta[1200];
+    snprintf(meta, sizeof meta, "%s/metadata", dir);
+    for (int round = 0; round < 9; round++) {
+        ik_row r = {round, "n", round, "eu", round % 4, round / 4};
+        fr_batch *b = ik_batch(k.lake, &r, 1);
+        fr_iceberg_commit *c;
+        int64_t snap;
+        IK_CHECK(fr_iceberg_commit_begin(t, &c, &err), err);
+        IK_CHECK(fr_iceberg_commit_add_rows(c, b, &err), err);
+        fr_lake_offset off = {-1, round % 4, round / 4 + 1};
+        IK_CHECK(fr_iceberg_commit_finish(c, &off, 1, &snap, &err), err);
+        fr_batch_free(b);
+        assert_int_equal(t->meta->nsnaps, round < 3 ? round + 1 : 3);
+        assert_true(json_array_size(json_object_get(t->meta->root, "metadata-log")) <= 2);
+        assert_true(json_array_size(json_object_get(t->meta->root, "snapshot-log")) <= 3);
+        assert_int_equal(count_glob(meta, "v", ".metadata.json"), round + 2 < 3 ? round + 2 : 3);
+        assert_int_equal(count_glob(meta, "snap-", ".avro"), round < 3 ? round + 1 : 3);
+    }
+    int removed = -1;
+    IK_CHECK(fr_iceberg_remove_orphans(t, &removed, &err), err);
+    fr_iceberg_table *r;
+    IK_CHECK(fr_iceberg_open(dir, NULL, &r, &err), err);
+    ik_rows got = {0};
+    IK_CHECK(ik_scan(r, -1, NULL, 0, NULL, &got, NULL, &err), err);
+    assert_int_equal(got.n, 9);
+    ik_rows_free(&got);
+    fr_lake_snapshot *all;
+    int n;
+    IK_CHECK(fr_iceberg_snapshots(r, &all, &n, &err), err);
+    assert_int_equal(n, 3);
+    assert_int_equal(all[2].noffsets, 4);
+    assert_int_equal(all[2].offsets[0].offset, 3); /* rounds 0, 4, 8 */
+    assert_int_equal(all[2].total_records, 9);
+    fr_lake_snapshots_free(all, n);
+    fr_iceberg_close(r);
+    fr_iceberg_close(t);
+    ik_table_free(&k);
+    ik_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -499,6 +564,7 @@ int main(void)
         cmocka_unit_test(test_pk_upserts_merged),
         cmocka_unit_test(test_deletes_need_a_key),
         cmocka_unit_test(test_scan_across_commits),
+        cmocka_unit_test(test_history_trimmed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
