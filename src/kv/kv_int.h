@@ -31,7 +31,7 @@
 #define KV_BATCH_ROWS_DEFAULT 4096
 /* Writers whose last sequence the store remembers for batches that changed nothing. */
 #define KV_WRITERS_MAX 1024
-/* A store's write batch keeps its buffer for the next write up to this size. */
+/* A store's write batch and changelog buffer are kept for the next write up to this size. */
 #define KV_WRITE_BATCH_KEEP_BYTES (4 << 20)
 /* Bytes of changelog read per step of the replay at open. */
 #define KV_REPLAY_READ_BYTES (8 << 20)
@@ -146,6 +146,7 @@ struct fr_kv {
     rocksdb_writeoptions_t *wopts;
     rocksdb_readoptions_t *ropts;
     rocksdb_writebatch_t *wb; /* the write batch of every write (mu), cleared after each */
+    fr_buf enc;               /* the encoded changelog of every write (mu) */
 
     fr_kv_env *env;    /* a reference */
     bool log_unsynced;

@@ -334,6 +334,7 @@ static void kv_destroy(fr_kv *kv)
     if (kv->wopts) rocksdb_writeoptions_destroy(kv->wopts);
     if (kv->ropts) rocksdb_readoptions_destroy(kv->ropts);
     if (kv->wb) rocksdb_writebatch_destroy(kv->wb);
+    fr_buf_free(&kv->enc);
     kv_pending_free(&kv->pending);
     if (kv->delims)
         for (int c = 0; c < kv->ncols; c++) fr_free(kv->delims[c]);
@@ -372,6 +373,7 @@ int fr_kv_open(const char *dir, fr_log *log, const fr_kv_spec *spec, fr_kv **out
     FR_CHECK(dir && log, FR_EINVAL, err, "kv: open needs a directory and a log");
     fr_kv *kv = fr_calloc(1, sizeof *kv);
     if (!kv) return fr_fail(err, FR_ENOMEM, "kv: out of memory opening %s", dir);
+    fr_buf_init(&kv->enc);
     pthread_mutex_init(&kv->mu, NULL);
     pthread_mutex_init(&kv->flush_mu, NULL);
     kv->log = log;

@@ -26,8 +26,11 @@ typedef struct kv_wctx {
     fr_builder *bld;
     fr_buf cts; /* one change type per changelog record */
     fr_buf key, row;
-    fr_value *in, *old, *out; /* ncols each */
+    fr_value *in, *old, *out, *tmp; /* ncols each */
     kv_entry **entries;       /* per row: its key's pending entry (NULL: an ignored delete) */
+    const fr_batch *rows;     /* the rows written */
+    int64_t row_index;        /* the row whose records are being computed */
+    bool lazy;                /* the records so far are rows 0..nrecords-1, not yet built */
     int64_t nrecords;
     int64_t key_delta; /* keys added minus keys removed */
     int64_t changed;
@@ -145,11 +148,35 @@ static int kv_check_targets(fr_kv *kv, const int *targets, int ntarget, bool *fl
 
 /* ---- records ------------------------------------------------------------------------------ */
 
-/* Adds one changelog record. */
+/* Copies the records kept lazily (rows 0..nrecords-1 of the input) into the builder; from
+ * then on every record is built. */
+static int kv_materialize(kv_wctx *w, fr_error *err)
+{
+    fr_kv *kv = w->kv;
+    w->lazy = false;
+    for (int64_t r = 0; r < w->nrecords; r++) {
+        kv_row_values(w->rows, r, kv->ncols, w->tmp);
+        for (int c = 0; c < kv->ncols; c++) {
+            int rc = fr_builder_append(w->bld, c, &w->tmp[c], err);
+            if (rc < 0) return fr_error_wrap(err, "%s: changelog record %lld", kv->name,
+                                             (long long)r);
+        }
+    }
+    return FR_OK;
+}
+
+/* Adds one changelog record. As long as each row has written exactly its own input row as
+ * +I or +U (a write of new keys, or a blind one), the changelog is a prefix of the input
+ * batch and is not copied: kv_append encodes the input itself. */
 static int kv_emit(kv_wctx *w, fr_change_type ct, const fr_value *row, fr_error *err)
 {
     fr_kv *kv = w->kv;
-    for (int c = 0; c < kv->ncols; c++) {
+    if (w->lazy) {
+        bool same = row == w->in && w->nrecords == w->row_index &&
+                    (ct == FR_CHANGE_INSERT || ct == FR_CHANGE_UPDATE_AFTER);
+        if (!same) FR_TRY(kv_materialize(w, err));
+    }
+    for (int c = 0; !w->lazy && c < kv->ncols; c++) {
         int rc = fr_builder_append(w->bld, c, &row[c], err);
         if (rc < 0) return fr_error_wrap(err, "%s: %s record", kv->name, fr_change_type_name(ct));
     }
@@ -250,29 +277,35 @@ static int kv_delete(kv_wctx *w, kv_entry *e, fr_error *err)
 
 /* ---- applying ----------------------------------------------------------------------------- */
 
-/* Appends the changelog to the log; *base gets its first offset. */
+/* Appends the changelog to the log; *base gets its first offset. The record batch is encoded
+ * into the store's buffer, kept from write to write unless a large write grew it. */
 static int kv_append(kv_wctx *w, int64_t writer_id, int32_t seq, int64_t *base, fr_error *err)
 {
     fr_kv *kv = w->kv;
     fr_batch *b = NULL;
-    fr_buf enc;
-    fr_buf_init(&enc);
-    int rc = fr_builder_finish(w->bld, &b, err);
+    fr_buf *enc = &kv->enc;
+    fr_buf_reset(enc);
+    bool whole = w->lazy && w->nrecords == fr_batch_num_rows(w->rows);
+    int rc = whole || !w->lazy ? FR_OK : kv_materialize(w, err);
+    if (rc == FR_OK && !whole) rc = fr_builder_finish(w->bld, &b, err);
     if (rc == FR_OK) {
         fr_rb_params p = { .schema_id = fr_schema_id(kv->schema),
                            .compression = kv->compression,
                            .writer_id = writer_id,
                            .batch_sequence = seq,
                            .change_types = w->cts.data };
-        rc = fr_rb_encode(b, &p, &enc, err);
+        rc = fr_rb_encode(whole ? w->rows : b, &p, enc, err);
         if (rc < 0) fr_error_wrap(err, "%s: changelog of %lld records", kv->name,
                                   (long long)w->nrecords);
     }
     /* The batch was encoded just now in this process: the log may skip its CRC pass. */
     if (rc == FR_OK)
-        rc = fr_log_append2(kv->log, enc.data, enc.len, FR_LOG_APPEND_VERIFIED, base, err);
+        rc = fr_log_append2(kv->log, enc->data, enc->len, FR_LOG_APPEND_VERIFIED, base, err);
     fr_batch_free(b);
-    fr_buf_free(&enc);
+    if (enc->cap > KV_WRITE_BATCH_KEEP_BYTES) {
+        fr_buf_free(enc);
+        fr_buf_init(enc);
+    }
     return rc;
 }
 
@@ -355,8 +388,11 @@ static int kv_records(kv_wctx *w, const fr_batch *rows, const uint8_t *ops, fr_e
 {
     int64_t n = fr_batch_num_rows(rows);
     FR_TRY(kv_prepare(w, rows, ops, err));
+    w->rows = rows;
+    w->lazy = !w->targets;
     for (int64_t i = 0; i < n; i++) {
         bool del = ops && ops[i] == FR_KV_DELETE;
+        w->row_index = i;
         if (del && !w->entries[i]) continue;
         kv_row_values(rows, i, w->kv->ncols, w->in);
         int rc = del ? kv_delete(w, w->entries[i], err) : kv_upsert(w, w->entries[i], err);
@@ -413,11 +449,12 @@ static int kv_wctx_init(kv_wctx *w, fr_kv *kv, fr_error *err)
     fr_buf_init(&w->cts);
     fr_buf_init(&w->key);
     fr_buf_init(&w->row);
-    w->in = fr_calloc((size_t)kv->ncols * 3, sizeof *w->in);
+    w->in = fr_calloc((size_t)kv->ncols * 4, sizeof *w->in);
     w->arena = fr_arena_new(64 << 10);
     if (!w->in || !w->arena) return fr_fail(err, FR_ENOMEM, "%s: out of memory for a write", kv->name);
     w->old = w->in + kv->ncols;
     w->out = w->old + kv->ncols;
+    w->tmp = w->out + kv->ncols;
     return fr_builder_new(kv->schema, &w->bld, err);
 }
 
