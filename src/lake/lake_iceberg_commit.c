@@ -702,7 +702,7 @@ static int next_metadata(fr_iceberg_commit *c, int64_t snap_id, int64_t seq, con
         mlog = json_object_get(doc, "metadata-log");
     }
     char prev[4096];
-    snprintf(prev, sizeof prev, "%s/metadata/v%lld.metadata.json", m->location,
+    snprintf(prev, sizeof prev, "%s/metadata/v%lld.metadata.json", c->t->uri,
              (long long)m->version);
     if (json_array_append_new(mlog, json_pack("{s:I,s:s}", "timestamp-ms", (json_int_t)prev_ms,
                                               "metadata-file", prev)) != 0)

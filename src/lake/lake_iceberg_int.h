@@ -215,6 +215,7 @@ struct fr_iceberg_table {
     char *dir;            /* <warehouse>/<db>/<table> */
     char *meta_dir;       /* dir/metadata */
     char *data_dir;       /* dir/data */
+    char *uri;            /* "file://" + the real path of dir: the base of new files' URIs */
     fr_ice_meta *meta;    /* the newest metadata read */
     fr_schema *schema;    /* the lake schema, fixed while the table is open */
     fr_type *part_types;  /* partition field types, names: the view manifests need */

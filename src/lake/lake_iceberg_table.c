@@ -90,6 +90,7 @@ void fr_iceberg_close(fr_iceberg_table *t)
     fr_free(t->dir);
     fr_free(t->meta_dir);
     fr_free(t->data_dir);
+    fr_free(t->uri);
     fr_free(t);
 }
 
@@ -171,6 +172,21 @@ fail:
     return rc;
 }
 
+static int base_uri(fr_iceberg_table *t, fr_error *err)
+{
+    char real[PATH_MAX];
+    if (!realpath(t->dir, real)) return fr_fail_errno(err, errno, "realpath %s", t->dir);
+    fr_buf b;
+    fr_buf_init(&b);
+    int rc = fr_buf_printf(&b, err, "file://%s%c", real, 0);
+    if (rc < 0) {
+        fr_buf_free(&b);
+        return rc;
+    }
+    t->uri = (char *)fr_buf_steal(&b, NULL);
+    return 0;
+}
+
 int fr_iceberg_open(const char *dir, const fr_lake_spec *spec, fr_iceberg_table **out,
                     fr_error *err)
 {
@@ -199,6 +215,9 @@ int fr_iceberg_open(const char *dir, const fr_lake_spec *spec, fr_iceberg_table 
             goto fail;
         }
     }
+    /* New files are named from where the table is, which is also its location unless the
+     * directory was moved or copied since it was created. */
+    FR_GOTO(base_uri(t, err));
     if (spec) {
         FR_GOTO(check_same(t->meta, spec, dir, err));
         if (spec->parquet) {
@@ -222,6 +241,11 @@ fail:
 int fr_ice_table_adopt(fr_iceberg_table *t, fr_ice_meta *m, fr_error *err)
 {
     const fr_ice_meta *o = t->meta;
+    if (strcmp(m->uuid, o->uuid) != 0) {
+        fr_ice_meta_free(m);
+        return fr_fail(err, FR_ESTATE, "table %s was replaced by another table (uuid %.40s, was "
+                       "%.40s); reopen it", t->dir, m->uuid, o->uuid);
+    }
     bool same = fr_schema_equal(m->schema, t->schema) && m->npart == o->npart &&
                 m->nkey == o->nkey &&
                 fr_schema_num_fields(m->schema) == fr_schema_num_fields(t->schema);
@@ -303,7 +327,7 @@ int fr_ice_file_names(const fr_iceberg_table *t, const char *sub, const char *na
 {
     fr_buf b;
     fr_buf_init(&b);
-    int rc = fr_buf_printf(&b, err, "%s/%s/%s", t->meta->location, sub, name);
+    int rc = fr_buf_printf(&b, err, "%s/%s/%s", t->uri, sub, name);
     char *u = rc == 0 ? fr_arena_strndup(arena, (const char *)b.data, b.len) : NULL;
     fr_buf_reset(&b);
     if (rc == 0) rc = fr_buf_printf(&b, err, "%s/%s/%s", t->dir, sub, name);
