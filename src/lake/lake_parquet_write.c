@@ -4,11 +4,12 @@
  * statistics per chunk and the footer (FileMetaData) at the end.
  *
  * Invariants: a row group is buffered in memory (compressed pages per column) and written
- * out whole when its uncompressed size reaches the target, so the file holds only complete
- * row groups before the footer; every page holds whole rows (flat columns: one value per
- * row); a chunk uses its dictionary for a prefix of its pages and PLAIN for the rest once
- * the dictionary grows past dict_bytes_max, and drops it at the first page when it does not
- * pay off. The file is created with O_EXCL and removed on any failure. */
+ * out whole when its uncompressed size reaches the target or it holds FR_BATCH_ROWS_MAX rows
+ * (what a reader's batch takes), so the file holds only complete row groups before the
+ * footer; every page holds whole rows (flat columns: one value per row); a chunk uses its
+ * dictionary for a prefix of its pages and PLAIN for the rest once the dictionary grows past
+ * dict_bytes_max, and drops it at the first page (or its first 1024 values) when it does
+ * not pay off. The file is created with O_EXCL and removed on any failure. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -1080,7 +1081,9 @@ static int64_t slice_rows(const fr_parquet_writer *w)
     int64_t per_row = (w->bytes_done + buffered_bytes(w)) / done + 1;
     int64_t room = w->opts.row_group_bytes - buffered_bytes(w);
     int64_t n = room / per_row + 1;
-    return n < 64 ? 64 : n > PQ_SLICE_ROWS ? PQ_SLICE_ROWS : n;
+    n = n < 64 ? 64 : n > PQ_SLICE_ROWS ? PQ_SLICE_ROWS : n;
+    /* A row group must fit one batch of the reader. */
+    return n < FR_BATCH_ROWS_MAX - w->rg_rows ? n : FR_BATCH_ROWS_MAX - w->rg_rows;
 }
 
 int fr_parquet_writer_write(fr_parquet_writer *w, const fr_batch *b, fr_error *err)
@@ -1102,7 +1105,7 @@ int fr_parquet_writer_write(fr_parquet_writer *w, const fr_batch *b, fr_error *e
             }
         }
         w->rg_rows += r1 - r0;
-        if (buffered_bytes(w) >= w->opts.row_group_bytes) {
+        if (buffered_bytes(w) >= w->opts.row_group_bytes || w->rg_rows >= FR_BATCH_ROWS_MAX) {
             int rc = flush_row_group(w, err);
             if (rc < 0) {
                 w->failed = true;

@@ -572,6 +572,47 @@ static void test_pruning(void **state)
     fr_schema_free(s);
 }
 
+/* Row groups hold at most FR_BATCH_ROWS_MAX rows, however small the rows, so that every row
+ * group the writer makes reads back as one batch. */
+static void test_row_group_rows_limit(void **state)
+{
+    (void)state;
+    fr_field f = {.name = "bit", .type = fr_type_of(FR_T_BOOLEAN)};
+    f.type.nullable = false;
+    fr_schema *s;
+    fr_error err;
+    assert_int_equal(fr_schema_new(&f, 1, 0, &s, &err), 0);
+    /* A batch holds FR_BATCH_ROWS_MAX rows at most: two batches, 1000 rows past the limit. */
+    int64_t rows = FR_BATCH_ROWS_MAX;
+    uint8_t *bufs[3] = {NULL, NULL, fr_malloc((size_t)rows / 8 + 1)};
+    for (int64_t i = 0; i < rows / 8 + 1; i++) bufs[2][i] = (uint8_t)(i * 37);
+    fr_batch *b[2];
+    assert_int_equal(fr_batch_from_buffers(s, rows, bufs, NULL, &b[0], &err), 0);
+    assert_int_equal(fr_batch_slice(b[0], 5000, 1000, &b[1], &err), 0);
+    const char *path = tmp_path("bits.parquet");
+    fr_parquet_file_info *info = write_file(path, s, b, 2, NULL, NULL);
+    assert_int_equal(info->nrow_groups, 2);
+    fr_parquet_reader *r;
+    assert_int_equal(fr_parquet_open(path, &r, &err), 0);
+    assert_int_equal(fr_parquet_row_group_rows(r, 0), FR_BATCH_ROWS_MAX);
+    assert_int_equal(fr_parquet_row_group_rows(r, 1), 1000);
+    int col = 0;
+    fr_batch *got;
+    assert_int_equal(fr_parquet_read_row_group(r, 1, &col, 1, &got, &err), 0);
+    for (int64_t i = 0; i < 1000; i++) {
+        fr_value a, x;
+        fr_column_get(fr_batch_column(got, 0), i, &a);
+        fr_column_get(fr_batch_column(b[1], 0), i, &x);
+        assert_int_equal(a.v.b, x.v.b);
+    }
+    fr_batch_free(got);
+    fr_parquet_close(r);
+    fr_parquet_file_info_free(info);
+    fr_batch_free(b[0]);
+    fr_batch_free(b[1]);
+    fr_schema_free(s);
+}
+
 /* ---- writer errors ----------------------------------------------------------------------- */
 
 static void test_writer_errors(void **state)
@@ -1009,6 +1050,7 @@ int main(void)
         cmocka_unit_test(test_dictionary_and_fallback),
         cmocka_unit_test(test_statistics),
         cmocka_unit_test(test_pruning),
+        cmocka_unit_test(test_row_group_rows_limit),
         cmocka_unit_test(test_writer_errors),
         cmocka_unit_test(test_corrupt_files),
         cmocka_unit_test(test_page_crc),
