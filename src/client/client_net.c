@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -120,6 +121,29 @@ static int send_all(int fd, const uint8_t *p, size_t n, fr_error *err)
         }
         p += w;
         n -= (size_t)w;
+    }
+    return FR_OK;
+}
+
+/* Sends iov[0..n) whole (the array is consumed: entries are advanced past what was sent). */
+static int send_iov(int fd, struct iovec *iov, int n, fr_error *err)
+{
+    while (n > 0) {
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)(n < IOV_MAX ? n : IOV_MAX)};
+        ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return fr_fail_errno(err, errno, "send to the server");
+        }
+        while (n > 0 && (size_t)w >= iov->iov_len) {
+            w -= (ssize_t)iov->iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0) {
+            iov->iov_base = (uint8_t *)iov->iov_base + w;
+            iov->iov_len -= (size_t)w;
+        }
     }
     return FR_OK;
 }
@@ -610,9 +634,10 @@ static int call_once(fr_cnet *n, fr_rpc_api api, const ProtobufCMessage *req, in
     n->npending++;
     pthread_mutex_unlock(&n->mu);
 
-    fr_buf out;
-    fr_buf_init(&out);
-    rc = fr_rpc_write_request(&out, api, 0, call.id, req, frame_max, err);
+    /* The request's record batches are sent from where they are, not copied into it. */
+    fr_rpc_gather out;
+    fr_rpc_gather_init(&out);
+    rc = fr_rpc_write_request_gather(&out, api, 0, call.id, req, frame_max, err);
     if (rc == 0) {
         /* Only on the connection the call was registered with: a newer one may have taken
          * the old descriptor's number. */
@@ -620,7 +645,7 @@ static int call_once(fr_cnet *n, fr_rpc_api api, const ProtobufCMessage *req, in
         pthread_mutex_lock(&n->mu);
         bool same = n->connected && n->gen == call.gen;
         pthread_mutex_unlock(&n->mu);
-        rc = same ? send_all(fd, out.data, out.len, err)
+        rc = same ? send_iov(fd, out.iov, out.niov, err)
                   : fr_fail(err, FR_EIO, "connection to %s:%d lost before sending", n->host,
                             n->o.port);
         if (rc < 0 && same) shutdown(fd, SHUT_RDWR);
@@ -634,7 +659,7 @@ static int call_once(fr_cnet *n, fr_rpc_api api, const ProtobufCMessage *req, in
             st->retriable = true;
         }
     }
-    fr_buf_free(&out);
+    fr_rpc_gather_free(&out);
     if (rc == 0) {
         int64_t deadline = fr_monotonic_ns() + (n->o.request_timeout_ms + wait_ms) * 1000000;
         rc = receive(n, api, &call, deadline, on_part, ctx, resp, stopped, st, err);

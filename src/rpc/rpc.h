@@ -18,6 +18,8 @@
 #define FIRTH_RPC_H
 
 #include "base/base.h"
+
+#include <sys/uio.h>
 #include "firth.pb-c.h"
 
 /* ---- limits ---------------------------------------------------------------------------- */
@@ -172,6 +174,29 @@ int fr_rpc_frame_decode(fr_rpc_direction d, const uint8_t *p, size_t n,
 int fr_rpc_write_request(fr_buf *out, fr_rpc_api api, int api_version, int32_t request_id,
                          const ProtobufCMessage *body, int64_t frame_bytes_max,
                          fr_error *err);
+/* A request frame as a list of pieces: large bytes fields (record batches) are referenced
+ * where they are, not copied; the rest is copied into `copied`. iov[0..niov) is the whole
+ * frame, to hand to writev/sendmsg while the referenced bytes live. */
+typedef struct fr_rpc_gather_part_t {
+    size_t off;          /* in copied, when ext is NULL */
+    const uint8_t *ext;  /* referenced bytes, or NULL */
+    size_t len;
+} fr_rpc_gather_part_t;
+typedef struct fr_rpc_gather {
+    fr_buf copied;
+    fr_rpc_gather_part_t *parts;
+    int nparts, cap;
+    size_t total;        /* bytes of the frame */
+    struct iovec *iov;
+    int niov;
+} fr_rpc_gather;
+void fr_rpc_gather_init(fr_rpc_gather *g);
+void fr_rpc_gather_free(fr_rpc_gather *g);
+/* fr_rpc_write_request into an empty g (fr_rpc_gather_init), with the same bytes on the wire;
+ * body's bytes fields must live, unchanged, as long as g is used. */
+int fr_rpc_write_request_gather(fr_rpc_gather *g, fr_rpc_api api, int api_version,
+                                int32_t request_id, const ProtobufCMessage *body,
+                                int64_t frame_bytes_max, fr_error *err);
 /* Appends a whole response frame: result SUCCESS or PART with the api's response message,
  * ERROR with an Error message (asserted). FR_ELIMIT when it does not fit frame_bytes_max. */
 int fr_rpc_write_response(fr_buf *out, fr_rpc_result result, int32_t request_id,

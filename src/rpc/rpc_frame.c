@@ -170,6 +170,98 @@ int fr_rpc_write_request(fr_buf *out, fr_rpc_api api, int api_version, int32_t r
     return fr_rpc_append_frame(out, hdr, sizeof hdr, body, body_len, err);
 }
 
+/* ---- request frames that reference their large bytes -------------------------------------- */
+
+/* protobuf-c hands a bytes field's data to the buffer's append in one piece: a piece of at
+ * least this many bytes is referenced, smaller ones are copied. */
+#define FR_RPC_GATHER_REF_BYTES 4096
+
+typedef struct fr_rpc_gather_sink {
+    ProtobufCBuffer base; /* first: protobuf-c calls append with its address */
+    fr_rpc_gather *g;
+    int failed;
+} fr_rpc_gather_sink;
+
+static int fr_rpc_gather_part(fr_rpc_gather *g, size_t off, const uint8_t *ext, size_t len)
+{
+    if (g->nparts == g->cap) {
+        int ncap = g->cap ? 2 * g->cap : 8;
+        fr_rpc_gather_part_t *np = fr_realloc(g->parts, (size_t)ncap * sizeof *np);
+        if (!np) return FR_ENOMEM;
+        g->parts = np;
+        g->cap = ncap;
+    }
+    g->parts[g->nparts++] = (fr_rpc_gather_part_t){off, ext, len};
+    return FR_OK;
+}
+
+static void fr_rpc_gather_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
+{
+    fr_rpc_gather_sink *sink = (fr_rpc_gather_sink *)b;
+    fr_rpc_gather *g = sink->g;
+    if (sink->failed || len == 0) return;
+    int rc;
+    if (len >= FR_RPC_GATHER_REF_BYTES) {
+        rc = fr_rpc_gather_part(g, 0, data, len);
+    } else {
+        /* Extends the last copied part, or starts one. */
+        size_t off = g->copied.len;
+        rc = fr_buf_append(&g->copied, data, len, NULL);
+        if (rc == FR_OK) {
+            fr_rpc_gather_part_t *last = g->nparts ? &g->parts[g->nparts - 1] : NULL;
+            if (last && !last->ext && last->off + last->len == off) last->len += len;
+            else rc = fr_rpc_gather_part(g, off, NULL, len);
+        }
+    }
+    if (rc < 0) sink->failed = rc;
+    else g->total += len;
+}
+
+void fr_rpc_gather_init(fr_rpc_gather *g)
+{
+    memset(g, 0, sizeof *g);
+    fr_buf_init(&g->copied);
+}
+
+void fr_rpc_gather_free(fr_rpc_gather *g)
+{
+    fr_buf_free(&g->copied);
+    fr_free(g->parts);
+    fr_free(g->iov);
+    memset(g, 0, sizeof *g);
+}
+
+int fr_rpc_write_request_gather(fr_rpc_gather *g, fr_rpc_api api, int api_version,
+                                int32_t request_id, const ProtobufCMessage *body,
+                                int64_t frame_bytes_max, fr_error *err)
+{
+    const fr_rpc_api_info *info = fr_rpc_api_lookup((int)api);
+    assert(info && body->descriptor == info->request);
+    (void)info;
+    size_t body_len = protobuf_c_message_get_packed_size(body);
+    uint8_t hdr[FR_RPC_REQUEST_HEADER_BYTES];
+    FR_TRY(fr_rpc_request_header_encode(hdr, (int)api, api_version, request_id, body_len,
+                                        frame_bytes_max, err));
+    fr_rpc_gather_sink sink = {.base = {.append = fr_rpc_gather_append}, .g = g};
+    fr_rpc_gather_append(&sink.base, sizeof hdr, hdr);
+    size_t packed = protobuf_c_message_pack_to_buffer(body, &sink.base);
+    FR_CHECK(!sink.failed, FR_ENOMEM, err, "out of memory writing a request of %zu bytes",
+             body_len);
+    assert(packed == body_len);
+    (void)packed;
+    /* The iovecs, now that the copied bytes no longer move. */
+    fr_free(g->iov);
+    g->iov = fr_malloc(((size_t)g->nparts + 1) * sizeof *g->iov);
+    FR_CHECK(g->iov, FR_ENOMEM, err, "out of memory writing a request of %zu bytes", body_len);
+    for (int i = 0; i < g->nparts; i++) {
+        const fr_rpc_gather_part_t *pt = &g->parts[i];
+        g->iov[i].iov_base = (void *)(pt->ext ? pt->ext : g->copied.data + pt->off);
+        g->iov[i].iov_len = pt->len;
+    }
+    g->niov = g->nparts;
+    return 0;
+}
+
 int fr_rpc_write_response(fr_buf *out, fr_rpc_result result, int32_t request_id,
                           const ProtobufCMessage *body, int64_t frame_bytes_max, fr_error *err)
 {

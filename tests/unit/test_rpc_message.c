@@ -631,6 +631,88 @@ static void test_every_request(void **state)
     fr_buf_free(&b);
 }
 
+/* The bytes of a gathered frame, joined. */
+static fr_buf tm_join_gather(const fr_rpc_gather *g)
+{
+    fr_buf b;
+    fr_buf_init(&b);
+    fr_error err;
+    for (int i = 0; i < g->niov; i++)
+        assert_int_equal(fr_buf_append(&b, g->iov[i].iov_base, g->iov[i].iov_len, &err), 0);
+    assert_int_equal(b.len, g->total);
+    return b;
+}
+
+/* fr_rpc_write_request_gather writes the same bytes as fr_rpc_write_request for every
+ * request, and references large record batches instead of copying them. */
+static void test_request_gather(void **state)
+{
+    (void)state;
+    fr_error err;
+    for (int api = 0; api < FR_RPC_API_COUNT; api++) {
+        ProtobufCMessage *req = tm_request((fr_rpc_api)api);
+        fr_buf flat;
+        fr_buf_init(&flat);
+        assert_int_equal(fr_rpc_write_request(&flat, (fr_rpc_api)api, 0, 7, req,
+                                              FR_RPC_FRAME_BYTES_MAX_DEFAULT, &err), 0);
+        fr_rpc_gather g;
+        fr_rpc_gather_init(&g);
+        assert_int_equal(fr_rpc_write_request_gather(&g, (fr_rpc_api)api, 0, 7, req,
+                                                     FR_RPC_FRAME_BYTES_MAX_DEFAULT, &err), 0);
+        fr_buf joined = tm_join_gather(&g);
+        assert_int_equal(joined.len, flat.len);
+        assert_memory_equal(joined.data, flat.data, flat.len);
+        fr_buf_free(&joined);
+        fr_rpc_gather_free(&g);
+        fr_buf_free(&flat);
+    }
+    /* Three large batches and a small one: the large ones are referenced in place. */
+    enum { BIG = 100000 };
+    uint8_t *big = malloc(3 * BIG);
+    assert_non_null(big);
+    for (size_t i = 0; i < 3 * BIG; i++) big[i] = (uint8_t)(i * 7 + 3);
+    Firth__ProduceBucket bk[4], *bks[4];
+    for (int i = 0; i < 4; i++) {
+        firth__produce_bucket__init(&bk[i]);
+        bk[i].partition_id = i - 1;
+        bk[i].bucket = i;
+        bk[i].records.data = i < 3 ? big + (size_t)i * BIG : tm_records;
+        bk[i].records.len = i < 3 ? BIG : sizeof tm_records;
+        bks[i] = &bk[i];
+    }
+    Firth__ProduceLogRequest req = FIRTH__PRODUCE_LOG_REQUEST__INIT;
+    req.path = &tm_path;
+    req.writer_id = 42;
+    req.buckets = bks;
+    req.n_buckets = 4;
+    fr_buf flat;
+    fr_buf_init(&flat);
+    assert_int_equal(fr_rpc_write_request(&flat, FR_RPC_PRODUCE_LOG, 0, 9, &req.base,
+                                          FR_RPC_FRAME_BYTES_MAX_DEFAULT, &err), 0);
+    fr_rpc_gather g;
+    fr_rpc_gather_init(&g);
+    assert_int_equal(fr_rpc_write_request_gather(&g, FR_RPC_PRODUCE_LOG, 0, 9, &req.base,
+                                                 FR_RPC_FRAME_BYTES_MAX_DEFAULT, &err), 0);
+    int refs = 0;
+    for (int i = 0; i < g.niov; i++)
+        if ((uint8_t *)g.iov[i].iov_base >= big && (uint8_t *)g.iov[i].iov_base < big + 3 * BIG)
+            refs++;
+    assert_int_equal(refs, 3);
+    assert_true(g.copied.len < 1000);
+    fr_buf joined = tm_join_gather(&g);
+    assert_int_equal(joined.len, flat.len);
+    assert_memory_equal(joined.data, flat.data, flat.len);
+    fr_buf_free(&joined);
+    fr_rpc_gather_free(&g);
+    /* Beyond the frame limit: refused as fr_rpc_write_request refuses it. */
+    fr_rpc_gather_init(&g);
+    assert_int_equal(fr_rpc_write_request_gather(&g, FR_RPC_PRODUCE_LOG, 0, 9, &req.base,
+                                                 FR_RPC_FRAME_BYTES_MIN, &err), FR_ELIMIT);
+    fr_rpc_gather_free(&g);
+    fr_buf_free(&flat);
+    free(big);
+}
+
 static void test_every_response(void **state)
 {
     (void)state;
@@ -1407,6 +1489,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_api_table),
         cmocka_unit_test(test_every_request),
+        cmocka_unit_test(test_request_gather),
         cmocka_unit_test(test_every_response),
         cmocka_unit_test(test_write_seeds),
         cmocka_unit_test(test_unknown_api_and_version),
