@@ -145,9 +145,10 @@ void pq_type_of(const fr_type *t, pq_type_map *m)
     case FR_T_TIMESTAMP_LTZ:
         m->physical = PQ_INT64, m->logical = PQ_LT_TIMESTAMP, m->unit = time_unit_of(t->precision);
         if (t->precision == 0) m->scale_up = 1000;
-        /* The legacy TIMESTAMP_* converted types mean instants (isAdjustedToUTC = true), so
-         * only TIMESTAMP_LTZ carries them; wall-clock timestamps have the logical type alone. */
-        if (t->id == FR_T_TIMESTAMP_LTZ && m->unit != PQ_UNIT_NANOS)
+        /* LogicalTypes.md: writers must annotate local timestamps with the legacy
+         * TIMESTAMP_MILLIS/MICROS too, for the readers that know no logical types (there is
+         * no legacy annotation for nanoseconds). */
+        if (m->unit != PQ_UNIT_NANOS)
             m->converted = m->unit == PQ_UNIT_MILLIS ? PQ_CT_TIMESTAMP_MILLIS : PQ_CT_TIMESTAMP_MICROS;
         break;
     }

@@ -109,6 +109,16 @@ for (const w of writes) {
     assert.equal(codec, w.codec.toUpperCase());
     const ids = await rows(`SELECT name, field_id FROM parquet_schema(${f}) WHERE field_id IS NOT NULL`);
     assert.deepEqual(ids.map(([n, id]) => [n, Number(id)]), expected.fields.map((fl, i) => [fl.name, 100 + i]));
+    // DuckDB's own types: wall-clock and UTC-adjusted timestamps kept apart.
+    const types = Object.fromEntries(await rows(`SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(${f}))`));
+    assert.equal(types.ts6, 'TIMESTAMP');
+    assert.equal(types.ts3, 'TIMESTAMP');
+    assert.equal(types.tz6, 'TIMESTAMP WITH TIME ZONE');
+    assert.equal(types.t6, 'TIME');
+    assert.equal(types.dec38, 'DECIMAL(38,6)');
+    assert.equal(types.i8, 'TINYINT');
+    assert.equal(types.s, 'VARCHAR');
+    assert.equal(types.bin, 'BLOB');
     const exprs = expected.fields.map((fl) => duckExpr(fl.name, fl.type)).join(', ');
     const got = await rows(`SELECT ${exprs} FROM read_parquet(${f}) ORDER BY nn`);
     assert.equal(got.length, expected.rows.length);
