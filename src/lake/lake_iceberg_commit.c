@@ -62,6 +62,7 @@ static int side_init(ice_side *s, int content, const fr_schema *schema, const in
 int fr_iceberg_commit_begin(fr_iceberg_table *t, fr_iceberg_commit **out, fr_error *err)
 {
     *out = NULL;
+    FR_TRY(fr_ice_table_catch_up(t, err));
     fr_iceberg_commit *c = fr_calloc(1, sizeof *c);
     if (!c) return fr_fail(err, FR_ENOMEM, "out of memory beginning a commit");
     c->t = t;
@@ -808,6 +809,18 @@ static int list_manifests(fr_iceberg_commit *c, const fr_ice_manifest *news, int
     return 0;
 }
 
+/* Makes the metadata text just published (version) the table's. */
+static int adopt_published(fr_iceberg_table *t, const char *text, int64_t version,
+                           fr_error *err)
+{
+    fr_ice_meta *nm = NULL;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/v%lld.metadata.json", t->meta_dir, (long long)version);
+    FR_TRY(fr_ice_meta_parse(text, strlen(text), path, &nm, err));
+    nm->version = version;
+    return fr_ice_table_adopt(t, nm, err);
+}
+
 static int close_all(fr_iceberg_commit *c, fr_error *err)
 {
     ice_side *sides[] = {&c->data, &c->del};
@@ -863,21 +876,16 @@ static int finish(fr_iceberg_commit *c, const fr_lake_offset *offsets, int noffs
     FR_GOTO(next_metadata(c, snap_id, seq, list_uri, offsets, noffsets, &text, err));
     int64_t version = t->meta->version + 1;
     FR_GOTO(fr_ice_publish_metadata(t->meta_dir, version, text, strlen(text), err));
-    /* Published: from here on the commit is visible and its files must stay. */
+    /* Published: from here on the commit is visible, its files must stay, and it succeeds
+     * (a caller told otherwise would commit the same rows again). */
     c->ncreated = 0;
-    fr_ice_meta *nm = NULL;
-    rc = fr_ice_meta_parse(text, strlen(text), "new metadata", &nm, err);
-    if (rc == 0) {
-        nm->version = version;
-        fr_free(nm->file);
-        fr_buf path;
-        fr_buf_init(&path);
-        (void)fr_buf_printf(&path, NULL, "%s/v%lld.metadata.json%c", t->meta_dir,
-                            (long long)version, 0);
-        nm->file = (char *)fr_buf_steal(&path, NULL);
-        rc = fr_ice_table_adopt(t, nm, err);
+    *snapshot_id = snap_id;
+    fr_error aerr = {0};
+    if (adopt_published(t, text, version, &aerr) < 0) {
+        t->stale = true; /* the next call on the handle refreshes it first */
+        FR_WARN("table %s: committed v%lld, but the handle reads v%lld until it is refreshed: "
+                "%s", t->dir, (long long)version, (long long)t->meta->version, aerr.msg);
     }
-    if (rc < 0) goto fail;
     if ((*crashed = crash_here(c, 4))) {
         rc = fr_fail(err, FR_EIO, "test crash after step 4");
         goto fail;
@@ -888,7 +896,6 @@ static int finish(fr_iceberg_commit *c, const fr_lake_offset *offsets, int noffs
     if (fr_ice_write_version_hint(t->meta_dir, version, &herr) < 0)
         FR_WARN("table %s: version hint not updated: %s", t->dir, herr.msg);
     remove_expired(c, version);
-    *snapshot_id = snap_id;
 fail:
     free(text);
     fr_free(all);

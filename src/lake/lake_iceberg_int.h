@@ -228,6 +228,7 @@ struct fr_iceberg_table {
     bool has_popts;
     fr_parquet_options popts;
     int64_t target_file_bytes;
+    bool stale;           /* a commit published a version that meta is not: refresh first */
     int crash_after;      /* test hook */
     int merge_min;        /* manifests of one kind beyond which a commit merges them */
     int snapshots_keep;   /* FR_ICE_SNAPSHOTS_KEEP, or a test's */
@@ -238,6 +239,8 @@ struct fr_iceberg_table {
  * schema, partition spec and key are the ones the table was opened with (FR_EUNSUPPORTED
  * otherwise; m is then dropped). */
 int fr_ice_table_adopt(fr_iceberg_table *t, fr_ice_meta *m, fr_error *err);
+/* Refreshes t when a commit left it behind what it published. */
+int fr_ice_table_catch_up(fr_iceberg_table *t, fr_error *err);
 /* The manifests of snapshot s (read from its manifest list; strings in arena). */
 int fr_ice_snap_manifests(const fr_ice_snap *s, fr_arena *arena, fr_ice_manifest **out,
                           int *n, fr_error *err);

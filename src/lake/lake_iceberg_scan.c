@@ -276,6 +276,7 @@ int fr_iceberg_scan_open(fr_iceberg_table *t, int64_t snapshot_id, const int *co
                          const fr_expr *filter, fr_iceberg_scan **out, fr_error *err)
 {
     *out = NULL;
+    FR_TRY(fr_ice_table_catch_up(t, err));
     int n = fr_schema_num_fields(t->meta->schema);
     FR_CHECK(ncols >= 0 && ncols <= n, FR_EINVAL, err, "%d columns chosen of %d", ncols, n);
     for (int i = 0; i < ncols; i++)

@@ -272,7 +272,14 @@ int fr_iceberg_refresh(fr_iceberg_table *t, fr_error *err)
     fr_ice_meta *m = NULL;
     FR_TRY(fr_ice_read_newest(t->meta_dir, &m, err));
     if (!m) return fr_fail(err, FR_ENOTFOUND, "table %s: its metadata disappeared", t->dir);
-    return fr_ice_table_adopt(t, m, err);
+    FR_TRY(fr_ice_table_adopt(t, m, err));
+    t->stale = false;
+    return 0;
+}
+
+int fr_ice_table_catch_up(fr_iceberg_table *t, fr_error *err)
+{
+    return t->stale ? fr_iceberg_refresh(t, err) : 0;
 }
 
 const fr_schema *fr_iceberg_schema(const fr_iceberg_table *t) { return t->schema; }
@@ -282,6 +289,7 @@ const fr_schema *fr_iceberg_delete_schema(const fr_iceberg_table *t) { return t-
 int fr_iceberg_current(fr_iceberg_table *t, fr_lake_snapshot **out, fr_error *err)
 {
     *out = NULL;
+    FR_TRY(fr_ice_table_catch_up(t, err));
     const fr_ice_snap *s = t->meta->current_id >= 0 ? fr_ice_meta_snap(t->meta, t->meta->current_id)
                                                    : NULL;
     if (!s) return 0;
@@ -300,6 +308,7 @@ int fr_iceberg_snapshots(fr_iceberg_table *t, fr_lake_snapshot **out, int *n, fr
 {
     *out = NULL;
     *n = 0;
+    FR_TRY(fr_ice_table_catch_up(t, err));
     int ns = t->meta->nsnaps;
     if (ns == 0) return 0;
     fr_lake_snapshot *o = fr_calloc((size_t)ns, sizeof *o);

@@ -363,6 +363,81 @@ static void test_metadata_field_types(void **state)
     ik_rmdir(dir);
 }
 
+/* The n-th allocation of a commit and of a scan fails, for every n until they succeed:
+ * each fails cleanly or succeeds, and the table always reads as before or after the
+ * commit. */
+static void test_allocation_failures(void **state)
+{
+    (void)state;
+    char *dir = ik_tmpdir("ice_alloc");
+    ik_table k;
+    ik_table_init(&k, 2, 0);
+    fr_error err = {0};
+    fr_iceberg_table *t;
+    IK_CHECK(fr_iceberg_open(dir, &k.spec, &t, &err), err);
+    int64_t s;
+    IK_CHECK(commit_n(t, &k, 0, 10, &s, &err), err);
+    int rows = 10, commits_ok = 0, scans_ok = 0;
+    for (long n = 1; n < 3000 && (commits_ok < 3 || scans_ok < 3); n++) {
+        fr_batch *b = rows_batch(&k, 1000 + n * 4, 4);
+        int64_t ids[2] = {1000 + n * 4 - 4, 3};
+        int32_t buckets[2] = {0, 0};
+        fr_batch *d = ik_delete_batch(fr_iceberg_delete_schema(t), ids, buckets, 2);
+        fr_alloc_fail_after(n);
+        fr_iceberg_commit *c = NULL;
+        int rc = fr_iceberg_commit_begin(t, &c, &err);
+        if (rc == 0) rc = fr_iceberg_commit_add_deletes(c, d, &err);
+        if (rc == 0) rc = fr_iceberg_commit_add_rows(c, b, &err);
+        if (rc == 0) {
+            rc = fr_iceberg_commit_finish(c, NULL, 0, &s, &err);
+        } else {
+            fr_iceberg_commit_abort(c);
+        }
+        fr_alloc_fail_after(0);
+        fr_batch_free(b);
+        fr_batch_free(d);
+        if (rc < 0) {
+            /* A failure leaves the handle usable: refresh it from disk. */
+            IK_CHECK(fr_iceberg_refresh(t, &err), err);
+        } else {
+            commits_ok++;
+        }
+        int now = count_rows(t, &err);
+        assert_true(now >= 0);
+        /* The commit adds 4 rows and deletes the previous round's first row (when it
+         * exists) and row 3 (once). */
+        assert_true(now == rows || (rc == 0 && now >= rows + 2 && now <= rows + 4));
+        if (rc == 0) assert_true(now != rows);
+        rows = now;
+        /* A scan under the same injection. */
+        fr_alloc_fail_after(n);
+        int64_t got = 0;
+        int cols[IK_NCOLS] = {0, 1, 2, 3, 4, 5, 6};
+        fr_iceberg_scan *sc = NULL;
+        int src = fr_iceberg_scan_open(t, -1, cols, IK_NCOLS, NULL, &sc, &err);
+        while (src == 0) {
+            fr_batch *o = NULL;
+            src = fr_iceberg_scan_next(sc, &o, &err);
+            if (src < 0 || !o) break;
+            got += fr_batch_num_rows(o);
+            fr_batch_free(o);
+        }
+        fr_iceberg_scan_close(sc);
+        fr_alloc_fail_after(0);
+        if (src == 0) {
+            assert_int_equal(got, rows);
+            scans_ok++;
+        }
+    }
+    assert_true(commits_ok >= 3 && scans_ok >= 3);
+    int removed;
+    IK_CHECK(fr_iceberg_remove_orphans(t, &removed, &err), err);
+    assert_int_equal(count_rows(t, &err), rows);
+    fr_iceberg_close(t);
+    ik_table_free(&k);
+    ik_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -371,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_two_writers),
         cmocka_unit_test(test_corrupt_files),
         cmocka_unit_test(test_metadata_field_types),
+        cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
