@@ -234,8 +234,8 @@ static int put_var(pq_out *o, const uint8_t *p, size_t n, fr_error *err)
     return 0;
 }
 
-/* Fills the offsets of the page's rows after var-width values were appended for the valid
- * ones; ends[j] is the end of the j-th valid value. */
+/* PLAIN variable-width values (a 4-byte length and the bytes, or FIXED_LEN_BYTE_ARRAY values
+ * of the type's length) appended for the valid rows, and the offsets of every row. */
 static int plain_var(pq_out *o, const pq_page_vals *v, fr_error *err)
 {
     size_t pos = 0;
