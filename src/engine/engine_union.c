@@ -193,6 +193,29 @@ static bool filter_fits_lake(const union_read *u, const uint8_t *fcols)
     return true;
 }
 
+static bool columns_named(const fr_expr *e, int depth)
+{
+    if (depth > FR_EXPR_DEPTH_MAX || (e->kind == FR_EX_COLUMN && !e->name)) return false;
+    for (int i = 0; i < e->nargs; i++)
+        if (!columns_named(e->args[i], depth + 1)) return false;
+    return true;
+}
+
+/* The filter the lake scan prunes with: the caller's, when its columns have the same types
+ * in the lake schema; else a copy bound to the lake schema (TIMESTAMP(3) is TIMESTAMP(6)
+ * there, and comparisons take the finer unit), or none when it does not bind. Pruning only
+ * skips what cannot match; the rows are filtered exactly afterwards either way. */
+static const fr_expr *lake_prune_filter(union_read *u, const uint8_t *fcols, const int *ident)
+{
+    const fr_expr *f = u->spec->filter;
+    if (u->spec->lake_only || filter_fits_lake(u, fcols)) return f;
+    if (!columns_named(f, 0)) return NULL;
+    int nf = fr_schema_num_fields(u->ts);
+    fr_expr *copy = remap_expr(u->arena, f, ident, nf, 0);
+    fr_error ignored = {0};
+    return copy && fr_expr_bind(copy, u->ls, &ignored) == FR_OK ? copy : NULL;
+}
+
 /* The columns to read: the projection, the filter's columns, the primary key (merging) and
  * the partition keys (checking lake rows' partitions), in schema order. */
 static int plan_columns(union_read *u, fr_error *err)
@@ -254,7 +277,6 @@ static int plan_columns(union_read *u, fr_error *err)
                          "the table's schema)", u->t->qname);
             goto fail;
         }
-        u->prune = spec->lake_only || filter_fits_lake(u, fcols) ? spec->filter : NULL;
     }
     if (u->pk) {
         u->key_pos = fr_malloc(sizeof *u->key_pos * (size_t)(npk + 1));
@@ -272,6 +294,10 @@ static int plan_columns(union_read *u, fr_error *err)
         const fr_type *a = &fr_schema_field(u->ts, u->needed[i])->type;
         const fr_type *b = &fr_schema_field(u->ls, u->needed[i])->type;
         if (!fr_type_equal(a, b) || a->nullable != b->nullable) u->same_types = false;
+    }
+    if (spec->filter) { /* map is the identity from here on */
+        for (int c = 0; c < nf; c++) map[c] = c;
+        u->prune = lake_prune_filter(u, fcols, map);
     }
 fail:
     fr_free(used);
