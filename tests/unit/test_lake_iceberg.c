@@ -554,6 +554,109 @@ static void test_history_trimmed(void **state)
     ik_rmdir(dir);
 }
 
+/* Every firth type through a table partitioned on several typed columns (nulls included):
+ * partition values and bounds go through the manifests and come back equal. */
+static void test_all_types(void **state)
+{
+    (void)state;
+    char *dir = ik_tmpdir("ice_types");
+    fr_error err = {0};
+    static const char *names[] = {"b", "ti", "si", "i", "bi", "f", "d", "dec", "s", "vc",
+                                  "by", "dt", "tm", "ts", "tz"};
+    static const char *types[] = {"BOOLEAN", "TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT",
+                                  "DOUBLE", "DECIMAL(12, 2)", "STRING", "VARCHAR(10)", "BYTES",
+                                  "DATE", "TIME(6)", "TIMESTAMP(3)", "TIMESTAMP_LTZ(6)"};
+    enum { NT = 15 };
+    fr_field f[NT];
+    for (int i = 0; i < NT; i++) {
+        f[i].name = (char *)names[i];
+        IK_CHECK(fr_type_parse(types[i], &f[i].type, &err), err);
+    }
+    fr_schema *ts, *lake;
+    int32_t ids[FR_SCHEMA_COLUMNS_MAX + 3];
+    IK_CHECK(fr_schema_new(f, NT, 0, &ts, &err), err);
+    IK_CHECK(fr_lake_schema(ts, &lake, ids, &err), err);
+    int part[] = {7, 11, 0, 1, 8, 12}; /* dec, dt, b, ti, s, tm */
+    fr_lake_spec spec = {.schema = lake, .field_ids = ids, .partition_cols = part,
+                         .npartition_cols = 6};
+    fr_iceberg_table *t;
+    IK_CHECK(fr_iceberg_open(dir, &spec, &t, &err), err);
+    fr_builder *bld;
+    IK_CHECK(fr_builder_new(lake, &bld, &err), err);
+    for (int r = 0; r < 30; r++) {
+        char text[NT + 3][64];
+        snprintf(text[0], 64, "%s", r % 3 ? "true" : "false");
+        snprintf(text[1], 64, "%d", r % 4 - 2);
+        snprintf(text[2], 64, "%d", r * 1000 - 15000);
+        snprintf(text[3], 64, "%d", r * 100000);
+        snprintf(text[4], 64, "%lld", (long long)r * 10000000000LL);
+        snprintf(text[5], 64, "%g", r * 0.25 - 3);
+        snprintf(text[6], 64, "%g", r * 1e10);
+        snprintf(text[7], 64, "%d.%02d", r % 5 - 2, r % 3 * 17);
+        snprintf(text[8], 64, "str-%d", r % 4);
+        snprintf(text[9], 64, "v%d", r);
+        snprintf(text[10], 64, "b%d", r);
+        snprintf(text[11], 64, "2026-01-%02d", 1 + r % 3);
+        snprintf(text[12], 64, "10:00:%02d.123456", r % 2);
+        snprintf(text[13], 64, "2026-02-03 04:05:%02d.789", r);
+        snprintf(text[14], 64, "2026-02-03 04:05:%02d.123456Z", r);
+        snprintf(text[15], 64, "%d", r % 2);
+        snprintf(text[16], 64, "%d", r);
+        snprintf(text[17], 64, "2026-02-03 04:05:%02d.000001Z", r);
+        for (int c = 0; c < NT + 3; c++) {
+            const fr_type *ty = &fr_schema_field(lake, c)->type;
+            fr_value v;
+            /* Nulls in nullable columns, partition columns included (s, ti). */
+            if (c < NT && (r + c) % 7 == 0) v = fr_value_null(*ty);
+            else IK_CHECK(fr_value_parse(text[c], strlen(text[c]), ty, &v, &err), err);
+            IK_CHECK(fr_builder_append(bld, c, &v, &err), err);
+        }
+    }
+    fr_batch *b;
+    IK_CHECK(fr_builder_finish(bld, &b, &err), err);
+    fr_builder_free(bld);
+    ik_rows want = {0}, got = {0};
+    ik_batch_rows(b, &want);
+    fr_iceberg_commit *c;
+    int64_t snap;
+    IK_CHECK(fr_iceberg_commit_begin(t, &c, &err), err);
+    IK_CHECK(fr_iceberg_commit_add_rows(c, b, &err), err);
+    IK_CHECK(fr_iceberg_commit_finish(c, NULL, 0, &snap, &err), err);
+    fr_batch_free(b);
+    fr_iceberg_close(t);
+    IK_CHECK(fr_iceberg_open(dir, NULL, &t, &err), err);
+    assert_true(fr_schema_equal(fr_iceberg_schema(t), lake));
+    int cols[NT + 3];
+    for (int i = 0; i < NT + 3; i++) cols[i] = i;
+    IK_CHECK(ik_scan(t, -1, cols, NT + 3, NULL, &got, NULL, &err), err);
+    ik_rows_equal(&got, &want);
+    ik_rows_free(&got);
+    /* Pruning on a decimal partition value and a date bound. */
+    fr_arena *a = fr_arena_new(4096);
+    fr_value lit;
+    fr_type dt = fr_type_decimal(12, 2);
+    IK_CHECK(fr_value_parse("1.34", 4, &dt, &lit, &err), err);
+    fr_expr *e = fr_expr_binary(a, FR_OP_EQ, fr_expr_column(a, "dec"), fr_expr_literal(a, &lit));
+    IK_CHECK(fr_expr_bind(e, lake, &err), err);
+    int64_t skipped;
+    IK_CHECK(ik_scan(t, -1, cols, NT + 3, e, &got, &skipped, &err), err);
+    assert_true(skipped > 0);
+    int match = 0;
+    for (int i = 0; i < want.n; i++) match += strstr(want.v[i], "|1.34|") != NULL;
+    assert_true(match > 0);
+    int seen = 0;
+    for (int i = 0; i < got.n; i++) seen += strstr(got.v[i], "|1.34|") != NULL;
+    assert_int_equal(seen, match);
+    assert_true(got.n < want.n);
+    ik_rows_free(&got);
+    fr_arena_free(a);
+    ik_rows_free(&want);
+    fr_iceberg_close(t);
+    fr_schema_free(lake);
+    fr_schema_free(ts);
+    ik_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -565,6 +668,7 @@ int main(void)
         cmocka_unit_test(test_deletes_need_a_key),
         cmocka_unit_test(test_scan_across_commits),
         cmocka_unit_test(test_history_trimmed),
+        cmocka_unit_test(test_all_types),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
