@@ -601,7 +601,10 @@ static int data_page_v2(pq_out *o, const pq_page_header *h, int codec, const uin
     return decode_vals(o, h->encoding, &v, d, s, err);
 }
 
-static int alloc_out(pq_out *o, const pq_colr *c, int64_t rows, uint8_t **bufs, fr_error *err)
+#define PQ_DATA_HINT_MAX ((size_t)64 << 20)
+
+static int alloc_out(pq_out *o, const pq_colr *c, int64_t rows, size_t hint, uint8_t **bufs,
+                     fr_error *err)
 {
     memset(o, 0, sizeof *o);
     o->c = c;
@@ -615,6 +618,9 @@ static int alloc_out(pq_out *o, const pq_colr *c, int64_t rows, uint8_t **bufs, 
         bufs[1] = fr_calloc(n + 1, sizeof(int32_t));
         o->offsets = (int32_t *)(void *)bufs[1];
         if (!o->offsets) return fr_fail(err, FR_ENOMEM, "out of memory");
+        /* A hint from the footer is trusted only up to a bound: the values may need more
+         * (the buffer grows) or less (a lying footer costs untouched address space). */
+        if (hint) FR_TRY(out_reserve(o, hint < PQ_DATA_HINT_MAX ? hint : PQ_DATA_HINT_MAX, err));
     } else {
         size_t bytes = c->dw == -1 ? n / 8 + 1 : n * (size_t)c->dw + 16;
         bufs[2] = o->values = c->dw == -1 ? fr_calloc(bytes, 1) : fr_malloc(bytes);
@@ -674,8 +680,8 @@ int pq_read_chunk(const pq_colr *c, int codec, const uint8_t *bytes, size_t len,
                   pq_scratch *s, uint8_t **bufs, int64_t *nulls, fr_error *err)
 {
     pq_out o;
-    FR_TRY(alloc_out(&o, c, rows, bufs, err));
-    int rc = read_pages(&o, c, codec, bytes, len, rows, s, err);
+    int rc = alloc_out(&o, c, rows, s->data_hint, bufs, err);
+    if (rc == 0) rc = read_pages(&o, c, codec, bytes, len, rows, s, err);
     if (c->dw == 0) {
         bufs[2] = o.data;
         if (rc == 0 && !bufs[2] && !(bufs[2] = fr_malloc(1))) rc = fr_fail(err, FR_ENOMEM, "out of memory");

@@ -25,6 +25,8 @@ typedef struct pq_scratch {
     fr_buf defs;  /* definition levels of a page, one byte each */
     fr_buf idx;   /* dictionary indexes of a page */
     fr_buf dense; /* BOOLEAN values of a page, one byte each */
+    size_t data_hint; /* expected bytes of a var-width chunk's values (0: unknown), so that
+                       * the output is allocated once rather than grown by copying */
 } pq_scratch;
 void pq_scratch_free(pq_scratch *s);
 

@@ -384,6 +384,8 @@ int fr_parquet_read_row_group(fr_parquet_reader *r, int rg, const int *cols, int
             bytes = r->chunk.data;
         }
         const pq_chunk *c = &r->meta.rgs[rg].cols[col];
+        /* The chunk's uncompressed size bounds its PLAIN values; dictionary pages expand. */
+        r->scratch.data_hint = c->total_uncompressed > 0 ? (size_t)c->total_uncompressed : 0;
         rc = pq_read_chunk(&r->cols[col], c->codec, bytes, (size_t)len, rows, &r->scratch, &bufs[3 * k],
                            &nulls[k], err);
         if (rc < 0) {
