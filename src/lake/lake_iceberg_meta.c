@@ -44,6 +44,25 @@ int fr_ice_type_name(const fr_type *t, char *out, size_t cap, fr_error *err)
     return 0;
 }
 
+/* A small decimal number (at most 3 digits) at *s, with spaces around it. */
+static bool parse_small(const char **s, int *out)
+{
+    while (**s == ' ') (*s)++;
+    int v = 0, n = 0;
+    while (**s >= '0' && **s <= '9' && n < 3) v = v * 10 + (*(*s)++ - '0'), n++;
+    while (**s == ' ') (*s)++;
+    *out = v;
+    return n > 0;
+}
+
+/* "P, S)" after "decimal(". */
+static bool parse_decimal_args(const char *s, int *p, int *sc)
+{
+    if (!parse_small(&s, p) || *s++ != ',') return false;
+    if (!parse_small(&s, sc) || *s++ != ')') return false;
+    return *s == 0;
+}
+
 /* The firth type of an Iceberg primitive type name, for tables firth did not create. */
 static int type_from_name(const char *s, fr_type *out, fr_error *err)
 {
@@ -63,8 +82,8 @@ static int type_from_name(const char *s, fr_type *out, fr_error *err)
         *out = fr_type_time_like(FR_T_TIMESTAMP_LTZ, 6);
         return 0;
     }
-    int p, sc, used = 0;
-    if (sscanf(s, "decimal(%d ,%d )%n", &p, &sc, &used) == 2 && s[used] == 0 && p >= 1 &&
+    int p, sc;
+    if (strncmp(s, "decimal(", 8) == 0 && parse_decimal_args(s + 8, &p, &sc) && p >= 1 &&
         p <= FR_DECIMAL_PRECISION_MAX && sc >= 0 && sc <= p) {
         *out = fr_type_decimal(p, sc);
         return 0;

@@ -357,6 +357,31 @@ static void test_metadata_field_types(void **state)
             json_decref(d);
         }
     for (size_t j = 0; j < sizeof values / sizeof values[0]; j++) json_decref(values[j]);
+    /* Without firth's own schema property, types come from the Iceberg names. */
+    json_object_del(json_object_get(doc, "properties"), FR_ICE_PROP_SCHEMA);
+    json_t *fields = json_object_get(json_array_get(json_object_get(doc, "schemas"), 0), "fields");
+    static const struct { const char *iceberg, *firth; int rc; } names[] = {
+        {"decimal( 9 ,3 )", "DECIMAL(9, 3)", 0}, {"decimal(38,0)", "DECIMAL(38, 0)", 0},
+        {"decimal(39,1)", NULL, FR_EUNSUPPORTED}, {"decimal(5,6)", NULL, FR_EUNSUPPORTED},
+        {"decimal(5,2", NULL, FR_EUNSUPPORTED}, {"time", "TIME(6)", 0},
+        {"timestamp", "TIMESTAMP(6)", 0}, {"uuid", NULL, FR_EUNSUPPORTED},
+        {"binary", "BYTES", 0}, {"int", "INT", 0},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        json_object_set_new(json_array_get(fields, 1), "type", json_string(names[i].iceberg));
+        char *text = json_dumps(doc, 0);
+        fr_ice_meta *m = NULL;
+        int rc = fr_ice_meta_parse(text, strlen(text), "derived.json", &m, &err);
+        free(text);
+        assert_int_equal(rc, names[i].rc);
+        if (rc < 0) continue;
+        char got[64];
+        fr_type_format(&fr_schema_field(m->schema, 1)->type, false, got, sizeof got);
+        assert_string_equal(got, names[i].firth);
+        fr_type_format(&fr_schema_field(m->schema, IK_TS)->type, false, got, sizeof got);
+        assert_string_equal(got, "TIMESTAMP_LTZ(6)");
+        fr_ice_meta_free(m);
+    }
     json_decref(doc);
     fr_iceberg_close(t);
     ik_table_free(&k);
