@@ -232,8 +232,8 @@ int fr_ice_meta_create_json(const fr_lake_spec *spec, const char *location, json
     FR_GOTO(set_new(m, "sort-orders", json_pack("[{s:i,s:[]}]", "order-id", 0, "fields"), err));
     FR_GOTO(fr_schema_to_json(spec->schema, &firth_schema, err));
     FR_GOTO(set_new(m, "properties",
-                    json_pack("{s:s,s:s,s:s}", "write.format.default", "parquet",
-                              "format-version", "2", FR_ICE_PROP_SCHEMA, firth_schema),
+                    json_pack("{s:s,s:s}", "write.format.default", "parquet",
+                              FR_ICE_PROP_SCHEMA, firth_schema),
                     err));
     FR_GOTO(set_new(m, "current-snapshot-id", json_integer(-1), err));
     FR_GOTO(set_new(m, "refs", json_object(), err));
