@@ -845,8 +845,9 @@ static int one_page(const pq_schema_elem *e, const fr_type *t, int encoding, con
     return rc;
 }
 
-/* BYTE_STREAM_SPLIT of FIXED_LEN_BYTE_ARRAY(3) read as BYTES, and of FLOAT; the streams are
- * byte b of every value, then byte b + 1, ... */
+/* BYTE_STREAM_SPLIT of FIXED_LEN_BYTE_ARRAY(3) read as BYTES, and of FLOAT (the streams are
+ * byte b of every value, then byte b + 1, ...); RLE booleans; DELTA_BINARY_PACKED; an
+ * unsupported encoding. */
 static void test_byte_stream_split(void **state)
 {
     (void)state;
@@ -875,6 +876,36 @@ static void test_byte_stream_split(void **state)
     /* Too few bytes for the values. */
     memset(bufs, 0, sizeof bufs);
     assert_int_equal(one_page(&ef, &tf, PQ_ENC_BYTE_STREAM_SPLIT, split, 8, 3, bufs, &err), FR_ECORRUPT);
+    for (int i = 0; i < 3; i++) fr_free(bufs[i]);
+    /* RLE booleans: a 4-byte length, then the hybrid at bit width 1. */
+    const uint8_t bits[] = {1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1};
+    fr_buf rle;
+    fr_buf_init(&rle);
+    assert_int_equal(fr_buf_append_zeros(&rle, 4, &err), 0);
+    assert_int_equal(pq_rle_encode_u8(bits, 14, 1, &rle, &err), 0);
+    fr_put_u32le(rle.data, (uint32_t)(rle.len - 4));
+    pq_schema_elem eb = {.type = PQ_BOOLEAN, .repetition = PQ_REQUIRED, .converted = -1, .field_id = -1};
+    fr_type tb = fr_type_of(FR_T_BOOLEAN);
+    tb.nullable = false;
+    memset(bufs, 0, sizeof bufs);
+    assert_int_equal(one_page(&eb, &tb, PQ_ENC_RLE, rle.data, rle.len, 14, bufs, &err), 0);
+    for (int i = 0; i < 14; i++) assert_int_equal((bufs[2][i / 8] >> (i % 8)) & 1, bits[i]);
+    for (int i = 0; i < 3; i++) fr_free(bufs[i]);
+    fr_buf_free(&rle);
+    /* DELTA_BINARY_PACKED of 7, 5, 3, 1, 2, 3, 4, 5: block 128 of 4 miniblocks, first value
+     * 7, min delta -2, relative deltas 0 0 0 3 3 3 3 at bit width 2 in the first miniblock. */
+    const uint8_t delta[] = {0x80, 0x01, 0x04, 0x08, 0x0E, 0x03, 0x02, 0, 0, 0,
+                             0xC0, 0x3F, 0, 0, 0, 0, 0, 0};
+    pq_schema_elem ei = {.type = PQ_INT32, .repetition = PQ_REQUIRED, .converted = -1, .field_id = -1};
+    fr_type ti = fr_type_of(FR_T_INT);
+    ti.nullable = false;
+    memset(bufs, 0, sizeof bufs);
+    assert_int_equal(one_page(&ei, &ti, PQ_ENC_DELTA_BINARY_PACKED, delta, sizeof delta, 8, bufs, &err), 0);
+    const int32_t want[] = {7, 5, 3, 1, 2, 3, 4, 5};
+    assert_memory_equal(bufs[2], want, sizeof want);
+    for (int i = 0; i < 3; i++) fr_free(bufs[i]);
+    memset(bufs, 0, sizeof bufs); /* the miniblock cut short */
+    assert_int_equal(one_page(&ei, &ti, PQ_ENC_DELTA_BINARY_PACKED, delta, sizeof delta - 7, 8, bufs, &err), FR_ECORRUPT);
     for (int i = 0; i < 3; i++) fr_free(bufs[i]);
     /* An encoding firth does not read. */
     memset(bufs, 0, sizeof bufs);
