@@ -415,6 +415,10 @@ int fr_lake_rows_to_table(const fr_table *t, const fr_batch *lake, const int *la
  * of each lake-enabled table every 'table.datalake.freshness'. start is a no-op with 0
  * threads; stop ends the rounds in progress (uncommitted) and joins the threads. */
 int fr_tier_pool_start(fr_engine *e, fr_error *err);
+/* The changelog records a round of a primary-key table holds in memory per bucket (default
+ * 1M): past it, the round commits what it read and goes on in another commit (each commit
+ * is a consistent state: later deletes apply to earlier commits' rows). Tests lower it. */
+extern int64_t fr_tier_pk_rows_max;
 /* fr_table_tier that gives up (FR_ESTATE, nothing committed) once *stop is set. */
 int fr_table_tier_stoppable(fr_table *t, const atomic_bool *stop, int64_t *snapshot_id,
                             fr_error *err);

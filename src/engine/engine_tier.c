@@ -22,6 +22,8 @@
 
 #define FR_TIER_READ_BYTES (8 << 20)
 
+int64_t fr_tier_pk_rows_max = 1 << 20;
+
 /* ---- the status -------------------------------------------------------------------------- */
 
 /* Records the current snapshot s (NULL: none) as the table's tiered position. */
@@ -156,8 +158,9 @@ typedef struct tier_read {
                    const uint8_t *types, int64_t commit_ts, fr_error *err);
     void *pk;             /* the primary-key state (pk_state) */
     int64_t rows;         /* rows tiered so far in the round */
+    int64_t reached;      /* the offset after the last record read */
     int rc;
-    bool done;            /* a row at or past the end was seen */
+    bool done;            /* a row at or past the end was seen, or the budget is spent */
 } tier_read;
 
 static int on_tier_batch(void *ctx, fr_batch *batch, const int64_t *offsets,
@@ -178,6 +181,7 @@ static int on_tier_batch(void *ctx, fr_batch *batch, const int64_t *offsets,
         batch = part;
     }
     if (rc == FR_OK && n > skip) {
+        r->reached = offsets[n - 1] + 1;
         rc = r->on_rows(r, batch, offsets + skip, change_types ? change_types + skip : NULL,
                         commit_ts, err);
         batch = NULL; /* on_rows owns it */
@@ -250,6 +254,7 @@ typedef struct pk_slot {
 typedef struct pk_state {
     pk_batch *batches;
     int nbatches, cap;
+    int64_t nrows;    /* rows held in batches */
     pk_slot *slots;
     size_t nslots, used;
     fr_buf keys;
@@ -337,6 +342,10 @@ static int pk_rows(tier_read *r, fr_batch *rows, const int64_t *offsets, const u
     memcpy(offs, offsets, (size_t)n * sizeof *offs);
     int bi = s->nbatches++;
     s->batches[bi] = (pk_batch){.rows = rows, .offsets = offs, .commit_ts = commit_ts};
+    s->nrows += n;
+    /* Past the budget the range ends after this batch: the commit takes what was read, and
+     * the next commit of the round goes on from there. */
+    if (s->nrows >= fr_tier_pk_rows_max) r->done = true;
     for (int64_t i = 0; i < n; i++) {
         uint8_t ct = types ? types[i] : FR_CHANGE_APPEND;
         if (ct == FR_CHANGE_UPDATE_BEFORE) continue; /* an +U follows with the new row */
@@ -433,63 +442,83 @@ static int pk_finish(tier_read *r, fr_error *err)
 
 /* ---- one round --------------------------------------------------------------------------- */
 
-static int tier_bucket_range(fr_table *t, const tier_bucket *tb, fr_iceberg_commit *commit,
+/* Tiers tb's range into commit, or its head when a primary-key range is past the budget:
+ * tb->from moves to where the read stopped. */
+static int tier_bucket_range(fr_table *t, tier_bucket *tb, fr_iceberg_commit *commit,
                              const atomic_bool *stop, int64_t *rows, fr_error *err)
 {
     pk_state pk = {0};
     tier_read r = {.t = t, .tb = tb, .commit = commit, .stop = stop,
-                   .on_rows = t->conf.npk > 0 ? pk_rows : log_rows, .pk = &pk};
+                   .on_rows = t->conf.npk > 0 ? pk_rows : log_rows, .pk = &pk,
+                   .reached = tb->end};
     fr_buf_init(&pk.keys);
     fr_buf_init(&pk.scratch);
     int rc = read_range(&r, err);
     if (rc == FR_OK && t->conf.npk > 0) rc = pk_finish(&r, err);
     pk_state_free(&pk);
     *rows += r.rows;
+    /* A read that saw the end, or read nothing more, reached the end. */
+    if (rc == FR_OK) tb->from = r.done && r.reached < tb->end ? r.reached : tb->end;
+    return rc;
+}
+
+/* One commit: every bucket's range (or, for primary-key buckets past the budget, its head)
+ * and the offsets reached. *committed is false when there was nothing to tier. */
+static int commit_once(fr_table *t, tier_plan *plan, fr_lake_offset *offs,
+                       const atomic_bool *stop, int64_t *snapshot_id, bool *committed,
+                       fr_error *err)
+{
+    fr_table_lake *l = t->lake;
+    fr_iceberg_commit *commit = NULL;
+    int noffs = 0, rc = FR_OK;
+    int64_t rows = 0, t0 = fr_monotonic_ns();
+    *committed = false;
+    for (int i = 0; i < plan->n; i++) {
+        tier_bucket *tb = &plan->b[i];
+        if (tb->from >= tb->end) continue;
+        if (!commit) FR_GOTO(fr_iceberg_commit_begin(l->ice, &commit, err));
+        FR_GOTO(tier_bucket_range(t, tb, commit, stop, &rows, err));
+        offs[noffs++] = (fr_lake_offset){.partition_id = tb->pid, .bucket = tb->bucket,
+                                         .offset = tb->from};
+    }
+    if (!commit) return FR_OK;
+    int64_t id = -1;
+    rc = fr_iceberg_commit_finish(commit, offs, noffs, &id, err);
+    commit = NULL;
+    if (rc < 0) return rc;
+    *snapshot_id = id;
+    *committed = true;
+    FR_DEBUG("tiered %" PRId64 " records of %s in %d buckets in %.3f s: snapshot %" PRId64, rows,
+             t->qname, noffs, (double)(fr_monotonic_ns() - t0) / 1e9, id);
+    fr_error cerr = {0};
+    fr_lake_snapshot *now = NULL;
+    if (fr_iceberg_current(l->ice, &now, &cerr) == FR_OK) status_set_snapshot(l, now);
+    fr_lake_snapshots_free(now, now ? 1 : 0);
+    return FR_OK;
+fail:
+    if (commit) fr_iceberg_commit_abort(commit);
     return rc;
 }
 
 static int round_locked(fr_table *t, const atomic_bool *stop, int64_t *snapshot_id,
                         fr_error *err)
 {
-    fr_table_lake *l = t->lake;
     fr_lake_snapshot *cur = NULL;
     FR_TRY(load_current_locked(t, &cur, err));
     *snapshot_id = cur ? cur->snapshot_id : -1;
     tier_plan plan;
-    fr_iceberg_commit *commit = NULL;
     fr_lake_offset *offs = NULL;
-    int noffs = 0;
-    int64_t rows = 0, t0 = fr_monotonic_ns();
     int rc = plan_round(t, cur, &plan, err);
     fr_lake_snapshots_free(cur, cur ? 1 : 0);
     if (rc == FR_OK) {
         offs = fr_calloc((size_t)plan.n + 1, sizeof *offs);
         if (!offs) rc = fr_fail(err, FR_ENOMEM, "out of memory tiering %s", t->qname);
     }
-    for (int i = 0; rc == FR_OK && i < plan.n; i++) {
-        const tier_bucket *tb = &plan.b[i];
-        if (tb->from >= tb->end) continue;
-        if (!commit) FR_GOTO(fr_iceberg_commit_begin(l->ice, &commit, err));
-        FR_GOTO(tier_bucket_range(t, tb, commit, stop, &rows, err));
-        offs[noffs++] = (fr_lake_offset){.partition_id = tb->pid, .bucket = tb->bucket,
-                                         .offset = tb->end};
-    }
-    if (rc == FR_OK && commit) {
-        int64_t id = -1;
-        rc = fr_iceberg_commit_finish(commit, offs, noffs, &id, err);
-        commit = NULL;
-        if (rc == FR_OK) {
-            *snapshot_id = id;
-            FR_DEBUG("tiered %" PRId64 " records of %s in %d buckets in %.3f s: snapshot %" PRId64,
-                     rows, t->qname, noffs, (double)(fr_monotonic_ns() - t0) / 1e9, id);
-            fr_error cerr = {0};
-            fr_lake_snapshot *now = NULL;
-            if (fr_iceberg_current(l->ice, &now, &cerr) == FR_OK) status_set_snapshot(l, now);
-            fr_lake_snapshots_free(now, now ? 1 : 0);
-        }
-    }
-fail:
-    if (commit) fr_iceberg_commit_abort(commit);
+    /* Commits until every bucket reached the end fixed by the plan: one, unless a
+     * primary-key range was past the budget. */
+    bool committed = rc == FR_OK;
+    while (rc == FR_OK && committed)
+        rc = commit_once(t, &plan, offs, stop, snapshot_id, &committed, err);
     fr_free(offs);
     plan_free(&plan);
     if (rc < 0) fr_error_wrap(err, "tiering %s", t->qname);

@@ -565,7 +565,17 @@ static void test_pk_table(void **state)
                        {"table.changelog.image", "WAL"}};
     PK_CREATE_OK(e, "w", pk, 2, NULL, 0, wal, 3);
     t = kit_table(e, "default", "w");
-    pk_workload(t, "a primary-key table with the WAL image");
+    /* With a budget of 7 records per bucket, each round commits several times; every commit
+     * is a consistent state and the last one the KV state. */
+    fr_tier_pk_rows_max = 7;
+    pk_workload(t, "a primary-key table with the WAL image, in commits of a few records");
+    fr_tier_pk_rows_max = 1 << 20;
+    fr_lake_snapshot *snaps = NULL;
+    int nsnaps = 0;
+    fr_error err = {0};
+    KIT_CHECK(fr_table_lake_snapshots(t, &snaps, &nsnaps, &err), err);
+    assert_true(nsnaps > 10); /* 5 rounds of 64 changes over 3 buckets */
+    fr_lake_snapshots_free(snaps, nsnaps);
     fr_table_release(t);
     fr_engine_close(e);
     kit_rmdir(dir);
