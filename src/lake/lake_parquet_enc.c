@@ -329,7 +329,8 @@ int pq_decompress(int codec, const uint8_t *p, size_t n, uint8_t *dst, size_t ex
         if (ZSTD_isError(got))
             return fr_fail(err, FR_ECORRUPT, "ZSTD page: %s", ZSTD_getErrorName(got));
         if (got != expect)
-            return fr_fail(err, FR_ECORRUPT, "ZSTD page decompressed to %zu bytes, header says %zu", got, expect);
+            return fr_fail(err, FR_ECORRUPT, "ZSTD page decompressed to %zu bytes, header says %zu",
+                           got, expect);
         return 0;
     }
     case FR_PARQUET_SNAPPY: {

@@ -270,7 +270,8 @@ static int plain_fixed_vals(pq_out *o, const pq_page_vals *v, pq_scratch *s, fr_
         place_bools(o, s->dense.data, v->defs, v->n);
         return 0;
     }
-    if ((size_t)v->k > v->len / (size_t)c->pw) return bad(err, "PLAIN %s: too few bytes for the values", "page");
+    if ((size_t)v->k > v->len / (size_t)c->pw)
+        return bad(err, "PLAIN %s: too few bytes for the values", "page");
     convert_fixed(c, v->p, v->k, o->values + (size_t)o->row * (size_t)c->dw);
     if (v->defs && v->k < v->n) spread_fixed(o, v->defs, v->n, v->k);
     return 0;
@@ -547,12 +548,14 @@ static int data_page_v1(pq_out *o, const pq_page_header *h, int codec, const uin
                         const pq_dict_r *d, pq_scratch *s, fr_error *err)
 {
     if (!h->has_data) return bad(err, "%s: data page without its header", "page");
-    FR_TRY(decompress_into(&s->page, codec, body, (size_t)h->compressed_size, (size_t)h->uncompressed_size, err));
+    FR_TRY(decompress_into(&s->page, codec, body, (size_t)h->compressed_size,
+                           (size_t)h->uncompressed_size, err));
     pq_page_vals v = {s->page.data, s->page.len, h->num_values, h->num_values, NULL};
     bool optional = o->c->type.nullable;
     if (optional) {
         if (h->def_encoding != PQ_ENC_RLE)
-            return fr_fail(err, FR_EUNSUPPORTED, "definition levels in encoding %d (firth reads RLE)", h->def_encoding);
+            return fr_fail(err, FR_EUNSUPPORTED, "definition levels in encoding %d (firth reads RLE)",
+                           h->def_encoding);
         if (v.len < 4) return bad(err, "%s: truncated definition levels", "data page");
         uint32_t dl = fr_get_u32le(v.p);
         if (dl > v.len - 4) return bad(err, "%s: definition levels run past the page", "data page");
@@ -584,7 +587,8 @@ static int data_page_v2(pq_out *o, const pq_page_header *h, int codec, const uin
     } else if (optional || h->num_nulls) {
         if (h->num_nulls) return bad(err, "%s: nulls without definition levels", "data page v2");
     }
-    if (v.n - v.k != h->num_nulls) return bad(err, "%s: null count disagrees with the levels", "data page v2");
+    if (v.n - v.k != h->num_nulls)
+        return bad(err, "%s: null count disagrees with the levels", "data page v2");
     const uint8_t *vp = body + levels;
     size_t vlen = (size_t)h->compressed_size - levels, ulen = (size_t)h->uncompressed_size - levels;
     if (h->is_compressed && codec != FR_PARQUET_UNCOMPRESSED) {
@@ -664,7 +668,8 @@ static int read_pages(pq_out *o, const pq_colr *c, int codec, const uint8_t *byt
         case PQ_PAGE_DATA_V2:
             data_seen = true;
             if (h.num_values > rows - o->row)
-                return fr_fail(err, FR_ECORRUPT, "pages hold more than the chunk's %lld values", (long long)rows);
+                return fr_fail(err, FR_ECORRUPT, "pages hold more than the chunk's %lld values",
+                               (long long)rows);
             if (h.type == PQ_PAGE_DATA) FR_TRY(data_page_v1(o, &h, codec, body, &dict, s, err));
             else FR_TRY(data_page_v2(o, &h, codec, body, &dict, s, err));
             o->row += h.num_values;

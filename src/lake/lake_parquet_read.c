@@ -43,7 +43,8 @@ static int build_schema(fr_parquet_reader *r, fr_error *err)
         const pq_schema_elem *e = &m->schema[i];
         if (e->num_children > 0 || e->type < 0)
             return fr_fail(err, FR_EUNSUPPORTED, "%s: Parquet column %.*s is nested (a group); "
-                           "firth reads flat files only", r->path, (int)(e->name_len > 200 ? 200 : e->name_len),
+                           "firth reads flat files only", r->path,
+                           (int)(e->name_len > 200 ? 200 : e->name_len),
                            (const char *)e->name);
     }
     FR_CHECK(root->num_children == m->nschema - 1, FR_ECORRUPT, err,
@@ -62,7 +63,8 @@ static int build_schema(fr_parquet_reader *r, fr_error *err)
     for (int i = 0; i < n && rc == 0; i++) {
         const pq_schema_elem *e = &m->schema[i + 1];
         if (e->name_len == 0 || e->name_len > FR_NAME_BYTES_MAX || memchr(e->name, 0, e->name_len)) {
-            rc = fr_fail(err, FR_EUNSUPPORTED, "%s: Parquet column %d has a name firth cannot use", r->path, i);
+            rc = fr_fail(err, FR_EUNSUPPORTED, "%s: Parquet column %d has a name firth cannot use",
+                         r->path, i);
             break;
         }
         fields[i].name = fr_arena_strndup(r->arena, (const char *)e->name, e->name_len);
@@ -124,7 +126,8 @@ static int open_common(fr_parquet_reader *r, const uint8_t *footer, uint32_t fle
     r->arena = fr_arena_new(16384);
     if (!r->arena) return fr_fail(err, FR_ENOMEM, "out of memory");
     FR_TRY(pq_meta_decode(footer, flen, r->arena, &r->meta, r->path, err));
-    FR_CHECK(!r->meta.encrypted, FR_EUNSUPPORTED, err, "%s: encrypted Parquet files are not supported", r->path);
+    FR_CHECK(!r->meta.encrypted, FR_EUNSUPPORTED, err,
+             "%s: encrypted Parquet files are not supported", r->path);
     FR_TRY(build_schema(r, err));
     return check_row_groups(r, err);
 }
@@ -176,7 +179,9 @@ static int pread_all(int fd, void *buf, size_t n, int64_t off, const char *path,
         ssize_t k = pread(fd, b, n, (off_t)off);
         if (k < 0 && errno == EINTR) continue;
         if (k < 0) return fr_fail_errno(err, errno, "read %s", path);
-        if (k == 0) return fr_fail(err, FR_ECORRUPT, "%s: file shorter than expected (read at %lld)", path, (long long)off);
+        if (k == 0)
+            return fr_fail(err, FR_ECORRUPT, "%s: file shorter than expected (read at %lld)", path,
+                           (long long)off);
         b += k;
         n -= (size_t)k;
         off += k;
@@ -389,7 +394,8 @@ int fr_parquet_read_row_group(fr_parquet_reader *r, int rg, const int *cols, int
         rc = pq_read_chunk(&r->cols[col], c->codec, bytes, (size_t)len, rows, &r->scratch, &bufs[3 * k],
                            &nulls[k], err);
         if (rc < 0) {
-            fr_error_wrap(err, "%s: row group %d, column %s", r->path, rg, fr_schema_field(r->schema, col)->name);
+            fr_error_wrap(err, "%s: row group %d, column %s", r->path, rg,
+                          fr_schema_field(r->schema, col)->name);
             goto fail;
         }
     }

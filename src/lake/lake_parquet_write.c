@@ -525,7 +525,8 @@ static int flush_page(fr_parquet_writer *w, pq_colw *cw, fr_error *err)
         cw->dict_checked = true;
         int64_t nidx = (int64_t)(cw->vals.len / 4);
         int64_t idx_bytes = nidx * bit_width_of(cw->dict.count ? (uint32_t)cw->dict.count - 1 : 0) / 8;
-        if ((int64_t)cw->dict.plain.len + idx_bytes >= cw->page_plain_bytes * 3 / 4 && cw->page_plain_bytes > 0) {
+        if (cw->page_plain_bytes > 0 &&
+            (int64_t)cw->dict.plain.len + idx_bytes >= cw->page_plain_bytes * 3 / 4) {
             FR_TRY(page_undict(w, cw, err));
             dict_clear(&cw->dict);
             cw->dict_on = dict = false;

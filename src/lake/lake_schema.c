@@ -177,7 +177,8 @@ static int map_int32(const pq_schema_elem *e, const char *name, fr_type *t, fr_e
         if (lt == PQ_LT_TIME && (e->lt_unit != PQ_UNIT_MILLIS || e->lt_adjusted))
             return unsupported(err, name, "this INT32 TIME");
         *t = fr_type_time_like(FR_T_TIME, 3);
-    } else if (lt == PQ_LT_NONE && (ct == PQ_CT_INT_8 || ct == PQ_CT_INT_16 || ct == PQ_CT_INT_32 || ct < 0)) {
+    } else if (lt == PQ_LT_NONE &&
+               (ct == PQ_CT_INT_8 || ct == PQ_CT_INT_16 || ct == PQ_CT_INT_32 || ct < 0)) {
         *t = fr_type_of(ct == PQ_CT_INT_8 ? FR_T_TINYINT : ct == PQ_CT_INT_16 ? FR_T_SMALLINT : FR_T_INT);
     } else if (ct >= PQ_CT_UINT_8 && ct <= PQ_CT_UINT_64) {
         return unsupported(err, name, "an unsigned integer");
@@ -267,7 +268,9 @@ int pq_type_from_elem(const pq_schema_elem *e, const char *name, fr_type *out, f
             return unsupported(err, name, "this BYTE_ARRAY logical type");
         break;
     case PQ_FLBA:
-        if (e->type_length < 1) return fr_fail(err, FR_ECORRUPT, "Parquet column %s: bad type_length %d", name, e->type_length);
+        if (e->type_length < 1)
+            return fr_fail(err, FR_ECORRUPT, "Parquet column %s: bad type_length %d", name,
+                           e->type_length);
         if (decimal) FR_TRY(map_decimal(e, name, &t, err));
         else if (e->logical == PQ_LT_NONE && e->converted < 0) t = fr_type_of(FR_T_BYTES);
         else if (e->logical == PQ_LT_UUID) t = fr_type_of(FR_T_BYTES);
