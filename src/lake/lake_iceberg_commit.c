@@ -708,9 +708,10 @@ static int next_metadata(fr_iceberg_commit *c, int64_t snap_id, int64_t seq, con
     if (json_array_append_new(mlog, json_pack("{s:I,s:s}", "timestamp-ms", (json_int_t)prev_ms,
                                               "metadata-file", prev)) != 0)
         goto nomem;
-    if (trim_history(c, doc, err) < 0) {
+    int rc = trim_history(c, doc, err);
+    if (rc < 0) {
         json_decref(doc);
-        return err ? err->code : FR_ENOMEM;
+        return rc;
     }
     *out = json_dumps(doc, JSON_INDENT(2));
     json_decref(doc);

@@ -440,6 +440,21 @@ static int parse_spec(fr_ice_meta *m, json_t *root, fr_error *err)
     return 0;
 }
 
+static int parse_snapshot(const fr_ice_meta *m, json_t *s, size_t i, fr_ice_snap *o,
+                          fr_error *err)
+{
+    if (!json_is_object(s)) return BAD("snapshot %zu is not an object", i);
+    FR_TRY(get_int(s, "snapshot-id", true, 0, INT64_MAX, 0, &o->id, err));
+    FR_TRY(get_int(s, "parent-snapshot-id", false, 0, INT64_MAX, -1, &o->parent_id, err));
+    FR_TRY(get_int(s, "sequence-number", true, 0, m->last_seq, 0, &o->seq, err));
+    FR_TRY(get_int(s, "timestamp-ms", true, INT64_MIN, INT64_MAX, 0, &o->ts_ms, err));
+    FR_TRY(get_str(s, "manifest-list", &o->manifest_list, err));
+    o->summary = json_object_get(s, "summary");
+    const char *op;
+    if (!json_is_object(o->summary)) return BAD("snapshot %lld has no summary", (long long)o->id);
+    return get_str(o->summary, "operation", &op, err);
+}
+
 static int parse_snapshots(fr_ice_meta *m, json_t *root, fr_error *err)
 {
     json_t *snaps;
@@ -450,23 +465,30 @@ static int parse_snapshots(fr_ice_meta *m, json_t *root, fr_error *err)
         m->snaps = fr_calloc(n, sizeof *m->snaps);
         if (!m->snaps) return fr_fail(err, FR_ENOMEM, "out of memory reading snapshots");
     }
+    /* Snapshot ids must be unique; a map keeps the check linear. */
+    fr_ice_map *ids = fr_ice_map_new();
+    if (!ids) return fr_fail(err, FR_ENOMEM, "out of memory reading snapshots");
     for (size_t i = 0; i < n; i++) {
         json_t *s = json_array_get(snaps, i);
         fr_ice_snap *o = &m->snaps[i];
-        if (!json_is_object(s)) return BAD("snapshot %zu is not an object", i);
-        FR_TRY(get_int(s, "snapshot-id", true, 0, INT64_MAX, 0, &o->id, err));
-        FR_TRY(get_int(s, "parent-snapshot-id", false, 0, INT64_MAX, -1, &o->parent_id, err));
-        FR_TRY(get_int(s, "sequence-number", true, 0, m->last_seq, 0, &o->seq, err));
-        FR_TRY(get_int(s, "timestamp-ms", true, INT64_MIN, INT64_MAX, 0, &o->ts_ms, err));
-        FR_TRY(get_str(s, "manifest-list", &o->manifest_list, err));
-        o->summary = json_object_get(s, "summary");
-        const char *op;
-        if (!json_is_object(o->summary)) return BAD("snapshot %lld has no summary", (long long)o->id);
-        FR_TRY(get_str(o->summary, "operation", &op, err));
-        for (size_t j = 0; j < i; j++)
-            if (m->snaps[j].id == o->id) return BAD("snapshot id %lld repeats", (long long)o->id);
+        int rc = parse_snapshot(m, s, i, o, err);
+        if (rc < 0) {
+            fr_ice_map_free(ids);
+            return rc;
+        }
+        int64_t *slot;
+        rc = fr_ice_map_put(ids, &o->id, sizeof o->id, 0, &slot, err);
+        if (rc < 0) {
+            fr_ice_map_free(ids);
+            return rc;
+        }
+        if ((*slot)++ > 0) {
+            fr_ice_map_free(ids);
+            return BAD("snapshot id %lld repeats", (long long)o->id);
+        }
         m->nsnaps = (int)i + 1;
     }
+    fr_ice_map_free(ids);
     if (m->current_id >= 0 && !fr_ice_meta_snap(m, m->current_id))
         return BAD("current snapshot %lld is not in \"snapshots\"", (long long)m->current_id);
     return 0;
