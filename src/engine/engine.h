@@ -54,8 +54,10 @@ void fr_engine_options_default(fr_engine_options *o);
  * interval, none), "log.flush.interval" (a duration), "log.segment.bytes" (a size),
  * "log.retention.check-interval" (a duration, 0 off), "kv.flush.interval" (a duration, 0
  * off), "kv.flush.records" (a count, 0 off), "kv.block-cache.bytes" and
- * "kv.write-buffer.bytes" (sizes). An unknown key or a bad value is FR_EINVAL with a
- * message naming the key; o is then unchanged. */
+ * "kv.write-buffer.bytes" (sizes), "lake.warehouse" (a directory; its text is copied into
+ * storage that lives until the process ends) and "lake.tiering.threads" (0 to 64). An
+ * unknown key or a bad value is FR_EINVAL with a message naming the key; o is then
+ * unchanged. */
 int fr_engine_options_set(fr_engine_options *o, const char *key, const char *value,
                           fr_error *err);
 /* The i-th configuration key (0-based), or NULL past the last. */
