@@ -793,7 +793,15 @@ static int dc_block(dc *d, int64_t *count)
 typedef int (*item_fn)(dc *d, void *ctx, int64_t i);
 
 /* Reads an optional array, calling fn for each item. *n is its length (0 for null). */
+static int dc_opt_array_max(dc *d, item_fn fn, void *ctx, int64_t max, int64_t *n);
+
 static int dc_opt_array(dc *d, item_fn fn, void *ctx, int64_t *n)
+{
+    return dc_opt_array_max(d, fn, ctx, AVRO_MAP_ENTRIES_MAX, n);
+}
+
+/* The same with at most max items. */
+static int dc_opt_array_max(dc *d, item_fn fn, void *ctx, int64_t max, int64_t *n)
 {
     bool present;
     *n = 0;
@@ -804,7 +812,7 @@ static int dc_opt_array(dc *d, item_fn fn, void *ctx, int64_t *n)
         FR_TRY(dc_block(d, &c));
         if (c == 0) return 0;
         for (int64_t i = 0; i < c; i++) {
-            if (*n >= AVRO_MAP_ENTRIES_MAX) return bad(d, "too many array items");
+            if (*n >= max) return bad(d, "too many array items");
             FR_TRY(fn(d, ctx, (*n)++));
         }
     }
@@ -1156,7 +1164,10 @@ static int read_maps(dc *d, man_ctx *c)
     int64_t n;
     c->counting = true;
     c->stats_cap = 0;
-    for (c->map_kind = 0; c->map_kind < 5; c->map_kind++) FR_TRY(dc_opt_array(d, map_item, c, &n));
+    /* A map has an entry per column at most, which bounds the linear lookups below. */
+    const int64_t max = FR_SCHEMA_COLUMNS_MAX + FR_LAKE_EXTRA_COLUMNS;
+    for (c->map_kind = 0; c->map_kind < 5; c->map_kind++)
+        FR_TRY(dc_opt_array_max(d, map_item, c, max, &n));
     d->r.pos = pos;
     c->counting = false;
     c->f->stats = fr_arena_alloc(d->arena, (size_t)(c->stats_cap ? c->stats_cap : 1) *
