@@ -169,6 +169,17 @@ static void test_two_writers(void **state)
     IK_CHECK(commit_n(b, &k, 10, 10, &s, &err), err);
     IK_CHECK(fr_iceberg_refresh(a, &err), err);
     assert_int_equal(count_rows(a, &err), 20);
+    /* Leftovers of a crash inside publishing (the temporary metadata file) and of a writer
+     * (a data file no manifest lists) are orphans; published files are not. */
+    char stray[2][1300];
+    snprintf(stray[0], sizeof stray[0], "%s/metadata/.v9.metadata.json.x.tmp", dir);
+    snprintf(stray[1], sizeof stray[1], "%s/data/stray.parquet", dir);
+    for (int i = 0; i < 2; i++) write_text(stray[i], "x");
+    int removed = 0;
+    IK_CHECK(fr_iceberg_remove_orphans(a, &removed, &err), err);
+    assert_int_equal(removed, 2);
+    for (int i = 0; i < 2; i++) assert_false(fr_path_exists(stray[i]));
+    assert_int_equal(count_rows(a, &err), 20);
     fr_iceberg_close(a);
     fr_iceberg_close(b);
     ik_table_free(&k);
