@@ -3,9 +3,13 @@
  * stored one, and the changelog each write produces.
  *
  * Write path (DESIGN.md §5): for each record the old row is looked up (a write-batch-local
- * cache first, then RocksDB), the merge engine decides the new row, the resulting changelog
- * records (+I, -U, +U, -D) are appended to the bucket's log as one record batch — the log
- * is the write-ahead log — and only then is RocksDB updated. An unchanged row writes nothing.
+ * cache first, then RocksDB: the stored rows of all the keys of a write are read up front
+ * with batched MultiGets in key order), the merge engine decides the new row, the resulting
+ * changelog records (+I, -U, +U, -D) are appended to the bucket's log as one record batch —
+ * the log is the write-ahead log — and only then is RocksDB updated, in one write batch in
+ * key order. An unchanged row writes nothing. RocksDB has whole-key bloom filters in its
+ * SST files and memtables, so a new key is not searched for. Point lookups read all their
+ * keys with batched MultiGets in key order from one snapshot.
  *
  * Invariants: RocksDB's own WAL is off; every RocksDB write batch also stores the log offset
  * up to which the state is applied (meta key), so at open the state is brought up to date by
