@@ -7,10 +7,10 @@
  * one round of fr_table_tier on this thread reads the log (ZSTD record batches), converts
  * the rows, writes them as Parquet with ZSTD and commits the Iceberg snapshot: the timed
  * span. The background tiering threads are off (lake.tiering.threads = 0), so the round is
- * single-threaded. The peer, bench/peer_duckdb_write.mjs run with node, loads the Parquet
- * files of the last round into an in-memory DuckDB table (untimed) and times
- * COPY t TO 'f.parquet' (FORMAT parquet, COMPRESSION zstd) under SET threads=1. Target:
- * firth's median rows/s >= 1.0x DuckDB's.
+ * single-threaded. After each round the peer, bench/peer_duckdb_write.mjs run with node,
+ * loads the round's Parquet files into an in-memory DuckDB table (untimed) and times
+ * COPY t TO 'f.parquet' (FORMAT parquet, COMPRESSION zstd) under SET threads=1, so that both
+ * see the same load of the machine. Target: firth's median rows/s >= 1.0x DuckDB's.
  *
  * Freshness: a table with 'table.datalake.freshness' = --freshness (10s) and one tiering
  * thread; a writer appends --fresh-rows rows every 100 ms for --fresh-seconds seconds and
@@ -122,25 +122,27 @@ fail:
     return rc;
 }
 
-/* Runs the peer script; its JSON lands in path. */
-static int lt_run_peer(const lt_config *cfg, const char *data_dir, const char *path,
+/* Runs the peer script once (one timed COPY) on the Parquet files of data_dir, and reads its
+ * JSON back into *out. */
+static int lt_run_peer(const lt_config *cfg, const char *data_dir, int rep, json_t **out,
                        fr_error *err)
 {
-    char cols[512] = "", cmd[8192];
+    char cols[512] = "", cmd[8192], path[4200];
     size_t used = 0;
     for (int i = 0; i < BK_COLUMNS; i++)
         used += (size_t)snprintf(cols + used, sizeof cols - used, "%s%s", i ? "," : "",
                                  bk_column_name(i));
+    snprintf(path, sizeof path, "%s/duckdb_write_%d.json", cfg->dir, rep);
     int n = snprintf(cmd, sizeof cmd,
                      "'%s' '%s' --input '%s/lake/bench/tier/data/**/*.parquet' --columns '%s' "
-                     "--reps %lld --dir '%s/duckdb' --out '%s'",
-                     cfg->node, cfg->peer_script, data_dir, cols, (long long)cfg->reps, cfg->dir,
-                     path);
+                     "--reps 1 --dir '%s/duckdb' --out '%s'",
+                     cfg->node, cfg->peer_script, data_dir, cols, cfg->dir, path);
     FR_CHECK(n > 0 && (size_t)n < sizeof cmd, FR_ELIMIT, err, "the peer's command is too long");
     fflush(stdout);
     int status = system(cmd);
     FR_CHECK(status == 0, FR_EIO, err, "the DuckDB peer failed (status %d): %s", status, cmd);
-    return FR_OK;
+    *out = bk_json_read(path, err);
+    return *out ? FR_OK : (err->code < 0 ? err->code : FR_EIO);
 }
 
 static json_t *lt_run_json(const lt_run *r)
@@ -150,18 +152,42 @@ static json_t *lt_run_json(const lt_run *r)
                      r->rows_per_cpu_s, "lake_bytes", (json_int_t)r->lake_bytes);
 }
 
+/* The firth and DuckDB figures, compared. */
+static void lt_compare(const lt_config *cfg, double med, double cpu_med, double *peer_rates,
+                       double *peer_cpu_rates, json_t *doc, json_t *targets)
+{
+    double peer = bk_median(peer_rates, (int)cfg->reps);
+    double peer_cpu = bk_median(peer_cpu_rates, (int)cfg->reps);
+    json_object_set_new(doc, "peer_median", json_pack("{s:f, s:f}", "rows_per_s", peer,
+                                                      "rows_per_cpu_s", peer_cpu));
+    json_object_set_new(doc, "cpu_ratio", json_real(peer_cpu > 0 ? cpu_med / peer_cpu : 0));
+    bk_target t = {.name = "lake_tier_vs_duckdb",
+                   .what = "rows/s tiering 20-column 1 KB rows to Parquet (ZSTD), committed, "
+                           "1 thread / DuckDB COPY TO parquet (zstd), threads=1",
+                   .figure = peer > 0 ? med / peer : 0,
+                   .target = LT_TARGET_RATIO};
+    json_array_append_new(targets, bk_target_json(&t));
+    printf("  DuckDB: median %.0f rows/s (%.0f rows per CPU-second)\n", peer, peer_cpu);
+    printf("  firth / DuckDB = %.2f in rows/s (target >= %.1f): %s; %.2f in rows per "
+           "CPU-second\n", t.figure, t.target, bk_verdict(&t),
+           peer_cpu > 0 ? cpu_med / peer_cpu : 0);
+}
+
+/* Each repetition: a firth round, then DuckDB on the files it wrote, so that both see the
+ * same load of the machine. */
 static int lt_throughput(const lt_config *cfg, json_t *doc, json_t *targets, fr_error *err)
 {
     fr_batch *distinct[BK_DISTINCT] = {0};
     lt_run runs[BK_REPS_MAX];
     double rates[BK_REPS_MAX], cpu_rates[BK_REPS_MAX];
-    char data_dir[4096], peer_path[4096];
+    double peer_rates[BK_REPS_MAX], peer_cpu_rates[BK_REPS_MAX];
+    char data_dir[4096];
     int rc;
     FR_GOTO(bk_path(data_dir, sizeof data_dir, cfg->dir, "tier", err));
-    FR_GOTO(bk_path(peer_path, sizeof peer_path, cfg->dir, "duckdb_write.json", err));
     FR_GOTO(bk_distinct_batches(cfg->seed, cfg->batch_rows, distinct, err));
-    json_t *jruns = json_array();
+    json_t *jruns = json_array(), *jpeer = json_array();
     json_object_set_new(doc, "runs", jruns);
+    json_object_set_new(doc, "peer", jpeer);
     for (int r = 0; r < cfg->reps; r++) {
         FR_GOTO(lt_tier_once(cfg, distinct, data_dir, &runs[r], err));
         rates[r] = runs[r].rows_per_s;
@@ -170,32 +196,18 @@ static int lt_throughput(const lt_config *cfg, json_t *doc, json_t *targets, fr_
         printf("  firth round %d: %lld rows in %.3f s (%.3f s CPU): %.0f rows/s, %.1f MB of "
                "Parquet\n", r + 1, (long long)cfg->rows, runs[r].seconds, runs[r].cpu_seconds,
                runs[r].rows_per_s, (double)runs[r].lake_bytes / 1e6);
+        if (!cfg->peer_script) continue;
+        json_t *peer = NULL;
+        FR_GOTO(lt_run_peer(cfg, data_dir, r, &peer, err));
+        peer_rates[r] = bk_json_number(peer, "median.rows_per_s");
+        peer_cpu_rates[r] = bk_json_number(peer, "median.rows_per_cpu_s");
+        json_array_append_new(jpeer, peer);
     }
     double med = bk_median(rates, (int)cfg->reps), cpu_med = bk_median(cpu_rates, (int)cfg->reps);
     json_object_set_new(doc, "median", json_pack("{s:f, s:f}", "rows_per_s", med,
                                                  "rows_per_cpu_s", cpu_med));
     printf("  firth: median %.0f rows/s (%.0f rows per CPU-second)\n", med, cpu_med);
-    if (cfg->peer_script) {
-        FR_GOTO(lt_run_peer(cfg, data_dir, peer_path, err));
-        json_t *peer = bk_json_read(peer_path, err);
-        if (!peer) {
-            rc = err->code < 0 ? err->code : FR_EIO;
-            goto fail;
-        }
-        double peer_rate = bk_json_number(peer, "median.rows_per_s");
-        double peer_cpu = bk_json_number(peer, "median.rows_per_cpu_s");
-        json_object_set_new(doc, "cpu_ratio", json_real(peer_cpu > 0 ? cpu_med / peer_cpu : 0));
-        json_object_set_new(doc, "peer", peer);
-        bk_target t = {.name = "lake_tier_vs_duckdb",
-                       .what = "rows/s tiering 20-column 1 KB rows to Parquet (ZSTD), committed, "
-                               "1 thread / DuckDB COPY TO parquet (zstd), threads=1",
-                       .figure = peer_rate > 0 ? med / peer_rate : 0,
-                       .target = LT_TARGET_RATIO};
-        json_array_append_new(targets, bk_target_json(&t));
-        printf("  firth / DuckDB = %.2f in rows/s (target >= %.1f): %s; %.2f in rows per "
-               "CPU-second\n", t.figure, t.target, bk_verdict(&t),
-               peer_cpu > 0 ? cpu_med / peer_cpu : 0);
-    }
+    if (cfg->peer_script) lt_compare(cfg, med, cpu_med, peer_rates, peer_cpu_rates, doc, targets);
     rc = 0;
 fail:
     for (int i = 0; i < BK_DISTINCT; i++) fr_batch_free(distinct[i]);
