@@ -9,6 +9,8 @@
  *     retention removed part of it, which it may only do for records a newer snapshot
  *     tiered; then the log starts after O and the read takes the newer snapshot and plans
  *     again. So every record below E is read exactly once, from the lake or from the log.
+ *     A log that starts after every snapshot's offset (the lake lost snapshots) fails the
+ *     read: returning the log alone would silently miss the records retention removed.
  *   - Log tables: lake rows, then log rows. Primary-key tables: the log tail is a
  *     changelog; the last +I/+U/-D of each key in it is that key's final state (-U only
  *     precedes a +U). Lake rows of keys the tail changed are dropped; the tail's final rows
@@ -30,6 +32,7 @@
  * non-zero return stops the read (negative: returned as the error). */
 #include "engine/engine_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #define UNION_READ_BYTES (8 << 20)
@@ -90,6 +93,7 @@ typedef struct union_read {
     int cached_part;          /* the partition of the last lake row checked, or -1 */
     union_bucket *buckets;
     int nbuckets;
+    char gap[160];            /* the last bucket whose log starts after the snapshot */
 
     /* Primary-key tables: the log tail's batches and the final state of its keys. */
     fr_batch **tail;
@@ -571,9 +575,14 @@ static int plan_buckets(union_read *u, bool *stale, fr_error *err)
             FR_TRY(fr_tpart_log(t, part, b, true, &log, err));
             if (!log) continue; /* never written */
             int64_t start = fr_log_start_offset(log), end = fr_log_end_offset(log);
-            int64_t from = tiered >= 0 ? tiered : start;
+            /* Retention removes only tiered records, so a log that starts after the
+             * snapshot's offset (0 when it records none) lost records to a newer snapshot. */
+            int64_t from = tiered >= 0 ? tiered : 0;
             if (from < start) {
                 *stale = true;
+                snprintf(u->gap, sizeof u->gap, "%s%sbucket %d holds offsets from %lld on, "
+                         "the lake up to %lld", part ? part->info.name : "", part ? ", " : "",
+                         b, (long long)start, (long long)from);
                 return FR_OK;
             }
             /* A log that lost a tail the lake holds (FR_FLUSH_NONE and a crash) reads as
@@ -601,8 +610,9 @@ static int plan_read(union_read *u, fr_error *err)
         FR_TRY(plan_buckets(u, &stale, err));
         if (!stale) return FR_OK;
         FR_CHECK(attempt < UNION_SNAPSHOT_TRIES, FR_ESTATE, err,
-                 "table %s: the log's retention keeps removing records newer than the lake "
-                 "snapshot being read; retry the read", u->t->qname);
+                 "table %s: records are in neither the lake nor the log (%s): the lake lost "
+                 "snapshots, or retention kept removing records during the read (retry it)",
+                 u->t->qname, u->gap);
         plan_clear(u);
     }
 }

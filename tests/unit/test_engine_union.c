@@ -17,7 +17,8 @@
  * written before it started and only rows written before it ended); and while rounds run
  * on a primary-key table that nobody writes, union reads must equal the state.
  *
- * Retention: once tiered segments are removed, the union read still returns every row.
+ * Retention: once tiered segments are removed, the union read still returns every row; and
+ * when the lake then loses its snapshots, the read fails instead of returning the log alone.
  *
  * FIRTH_TEST_SEED replays a run; the seed is printed. */
 #include <setjmp.h>
@@ -736,6 +737,17 @@ static void test_retention_keeps_union(void **state)
     assert_int_equal(got.n, next_log_key);
     for (int64_t j = 0; j < got.n; j++) assert_int_equal(got.v[j], j);
     free(got.v);
+    /* A lake that lost its snapshots cannot stand in for the removed segments: the read
+     * fails rather than return the log's rows alone. */
+    char lake[2048];
+    snprintf(lake, sizeof lake, "%s/lake/default/log_ret", dir);
+    CHECK(fr_remove_tree(lake, &err));
+    keys none = {0};
+    fr_error e = {0};
+    assert_int_equal(fr_table_scan_union(t, &us, on_keys, &none, &e), FR_ESTATE);
+    assert_non_null(strstr(e.msg, "records are in neither the lake nor the log (bucket 0 "
+                                  "holds offsets from "));
+    assert_int_equal(none.n, 0);
     fr_table_release(t);
 }
 
