@@ -87,6 +87,7 @@ typedef struct union_read {
 
     fr_iceberg_table *ice;
     fr_lake_snapshot *snap;   /* NULL when the lake has no snapshot */
+    fr_iceberg_scan *scan;    /* of snap; NULL without one */
     fr_tpart **parts;
     int nparts;
     bool *tiered;             /* [nparts * nb]: the snapshot records (partition, bucket) */
@@ -119,6 +120,7 @@ static void union_free(union_read *u)
     fr_free(u->key_pos);
     fr_free(u->key_vals);
     fr_free(u->key_types);
+    if (u->scan) fr_iceberg_scan_close(u->scan);
     if (u->snap) fr_lake_snapshots_free(u->snap, 1);
     if (u->ice) fr_iceberg_close(u->ice);
     fr_tparts_release(u->parts, u->nparts);
@@ -722,24 +724,26 @@ fail:
     return rc;
 }
 
-static int read_lake(union_read *u, fr_error *err)
+/* Opens the scan of the snapshot taken (its data files are planned from its manifests
+ * now, before the logs are read, while the snapshot is surely kept). */
+static int open_lake(union_read *u, fr_error *err)
 {
     if (!u->snap) return FR_OK;
-    fr_iceberg_scan *scan = NULL;
-    FR_TRY(fr_iceberg_scan_open(u->ice, u->snap->snapshot_id, u->lake_cols, u->nlake, u->prune,
-                                &scan, err));
-    int rc = FR_OK;
-    while (!u->stop) {
+    return fr_iceberg_scan_open(u->ice, u->snap->snapshot_id, u->lake_cols, u->nlake, u->prune,
+                                &u->scan, err);
+}
+
+/* The lake's messages name the table's directory and the file; nothing is added to them,
+ * so that the file's name fits the message. */
+static int read_lake(union_read *u, fr_error *err)
+{
+    while (u->scan && !u->stop) {
         fr_batch *lb = NULL;
-        FR_GOTO(fr_iceberg_scan_next(scan, &lb, err));
+        FR_TRY(fr_iceberg_scan_next(u->scan, &lb, err));
         if (!lb) break;
-        FR_GOTO(lake_batch(u, lb, err));
+        FR_TRY(lake_batch(u, lb, err));
     }
-fail:
-    /* The lake's messages name the table's directory and the file; nothing is added, so
-     * that the file's name fits the message. */
-    fr_iceberg_scan_close(scan);
-    return rc;
+    return FR_OK;
 }
 
 /* ---- reading the logs after the snapshot ------------------------------------------------- */
@@ -873,6 +877,7 @@ int fr_table_scan_union(fr_table *t, const fr_union_spec *spec, fr_union_fn fn, 
     FR_GOTO(check_projection(&u, err));
     FR_GOTO(plan_columns(&u, err));
     FR_GOTO(plan_read(&u, err));
+    FR_GOTO(open_lake(&u, err));
     if (u.pk) {
         /* The tail first: the keys it changed hide their lake rows. */
         FR_GOTO(read_logs(&u, err));
