@@ -10,10 +10,11 @@
  * last change of a key wins): one equality delete per changed key and the key's final row
  * unless it was deleted. The commit publishes the new offset of every bucket read together
  * with the rows, so a crash anywhere leaves the previous snapshot and its offsets, and the
- * next round starts again from them. Nothing new: no commit.
+ * next round starts again from them. Nothing new: no commit. A primary-key range longer
+ * than fr_tier_pk_rows_max records is cut into several commits, each a consistent state.
  *
  * Invariants: rounds of one table never overlap (tier_mu); the status (lake->st_mu) holds
- * the offsets of the snapshot last read or committed, which only grow. */
+ * the offsets of the snapshot last read or committed. */
 #include "engine/engine_int.h"
 
 #include <inttypes.h>
@@ -33,7 +34,7 @@ static void status_set_snapshot(fr_table_lake *l, const fr_lake_snapshot *s)
     int n = s ? s->noffsets : 0;
     if (n > 0) {
         copy = fr_malloc((size_t)n * sizeof *copy);
-        if (!copy) return; /* the status stays as it was: offsets only grow */
+        if (!copy) return; /* the status stays as it was, behind: the next round retries */
         memcpy(copy, s->offsets, (size_t)n * sizeof *copy);
     }
     pthread_mutex_lock(&l->st_mu);
