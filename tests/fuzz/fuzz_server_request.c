@@ -37,12 +37,13 @@ static void fz_run(int api, const uint8_t *body, size_t n)
     j->received_ns = fr_monotonic_ns();
     fr_buf_init(&j->out);
     if (n > 0) {
-        j->body = fr_malloc(n);
-        if (!j->body) {
+        j->body_block = fr_malloc(n);
+        if (!j->body_block) {
             fr_free(j);
             return;
         }
-        memcpy(j->body, body, n);
+        memcpy(j->body_block, body, n);
+        j->body = j->body_block;
         j->body_len = n;
     }
     srv_job_run(j);
