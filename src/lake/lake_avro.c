@@ -698,10 +698,13 @@ typedef struct dc {
     fr_error *err;
 } dc;
 
+/* Returns the constant rather than fr_fail's result, so that the compiler sees that every
+ * failing path returns a negative code (and no output is used unset after it). */
 static int bad(dc *d, const char *what)
 {
-    return fr_fail(d->err, FR_ECORRUPT, "%s: bad Avro record: %s at byte %zu of a block",
-                   d->name, what, d->r.pos);
+    fr_fail(d->err, FR_ECORRUPT, "%s: bad Avro record: %s at byte %zu of a block", d->name,
+            what, d->r.pos);
+    return FR_ECORRUPT;
 }
 
 static int dc_long(dc *d, int64_t *out)
@@ -1069,7 +1072,7 @@ static int read_partition_value(dc *d, const fr_type *t, fr_value *out)
         return 0;
     }
     case FR_T_FLOAT: case FR_T_DOUBLE: {
-        const uint8_t *b;
+        const uint8_t *b = NULL;
         int w = t->id == FR_T_FLOAT ? 4 : 8;
         FR_TRY(dc_raw(d, (size_t)w, &b));
         FR_TRY(fr_ice_bound_decode(b, (size_t)w, t, out, d->err));
@@ -1083,10 +1086,11 @@ static int read_partition_value(dc *d, const fr_type *t, fr_value *out)
         return 0;
     }
     case FR_T_DECIMAL: {
-        const uint8_t *b;
+        const uint8_t *b = NULL;
         size_t w = (size_t)decimal_bytes(t->precision);
         FR_TRY(dc_raw(d, w, &b));
-        if (fr_ice_bound_decode(b, w, t, out, NULL) < 0 || !fr_decimal_fits(out->v.d, t->precision))
+        if (fr_ice_bound_decode(b, w, t, out, NULL) < 0 ||
+            !fr_decimal_fits(out->v.d, t->precision))
             return bad(d, "partition decimal out of range");
         return 0;
     }

@@ -326,7 +326,7 @@ static int parse_schema(fr_ice_meta *m, json_t *root, fr_error *err)
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
         json_t *f = json_array_get(fields, i);
-        const char *name, *tname;
+        const char *name = NULL, *tname;
         int64_t id;
         json_t *req = json_object_get(f, "required");
         if (!json_is_object(f)) { rc = BAD("schema field %zu is not an object", i); goto fail; }
@@ -422,7 +422,7 @@ static int parse_spec(fr_ice_meta *m, json_t *root, fr_error *err)
         return fr_fail(err, FR_ENOMEM, "out of memory reading a partition spec");
     for (size_t i = 0; i < n; i++) {
         json_t *f = json_array_get(fields, i);
-        const char *tr;
+        const char *tr = NULL;
         int64_t src, fid;
         if (!json_is_object(f)) return BAD("partition field %zu is not an object", i);
         FR_TRY(get_str(f, "transform", &tr, err));
