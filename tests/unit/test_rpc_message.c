@@ -1404,7 +1404,10 @@ static void test_produce_in_place(void **state)
                 both++;
             } else {
                 assert_true(rc2 == FR_ECORRUPT || rc2 == FR_EINVAL || rc2 == FR_ELIMIT);
-                if (rc1 == 0) refused_more++;
+                if (rc1 == 0) {
+                    refused_more++;
+                    print_message("refused what protobuf-c took: %s\n", e2.msg);
+                }
             }
             if (damage == 0) assert_int_equal(rc2, rc1);
             fr_rpc_free(theirs);
