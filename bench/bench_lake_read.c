@@ -2,8 +2,8 @@
  * columns) and of a 2-of-20-column projection, beside DuckDB reading the same Parquet files.
  *
  * A lake-enabled log table with one bucket is loaded (untimed) with --rows rows of the
- * 20-column benchmark table (about 1 KB a row, bench_append's generator) and tiered whole
- * by one round (untimed), so that the union read finds every row in the lake and none in
+ * 20-column benchmark table (about 1 KB a row), every row distinct (bk_random_load), and
+ * tiered whole by one round (untimed), so that the union read finds every row in the lake and none in
  * the log after the snapshot. Timed: fr_table_scan_union on this thread, the batches counted
  * and freed, --reps times per shape. The projection reads bk_spread_columns(2) (i0, d0).
  * The peer, bench/peer_duckdb_read.mjs run with node, reads the table's Parquet data files
@@ -33,26 +33,22 @@ typedef struct lr_config {
 /* Loads and tiers the table (untimed). */
 static int lr_load(const lr_config *cfg, fr_engine *e, fr_table **out, fr_error *err)
 {
-    fr_batch *distinct[BK_DISTINCT] = {0};
-    fr_schema *schema = NULL;
+    bk_random_load load = {0};
     fr_table *t = NULL;
     int rc;
-    FR_GOTO(bk_schema_new(&schema, err));
+    FR_GOTO(bk_random_load_open(cfg->seed, cfg->rows, cfg->batch_rows, &load, err));
     const fr_option options[] = {{"bucket.num", "1"}, {"table.datalake.enabled", "true"}};
-    fr_table_spec spec = {.db = "bench", .name = "read", .schema = schema, .options = options,
+    fr_table_spec spec = {.db = "bench", .name = "read", .schema = load.schema, .options = options,
                           .noptions = 2};
     FR_GOTO(fr_engine_create_database(e, "bench", true, err));
     FR_GOTO(fr_engine_create_table(e, &spec, false, err));
     FR_GOTO(fr_engine_get_table(e, "bench", "read", &t, err));
-    FR_GOTO(bk_distinct_batches(cfg->seed, cfg->batch_rows, distinct, err));
-    int64_t nbatches = (cfg->rows + cfg->batch_rows - 1) / cfg->batch_rows;
-    for (int64_t i = 0; i < nbatches; i++) {
+    for (;;) {
         fr_batch *b = NULL;
-        bool owned = false;
-        int64_t n = 0;
-        FR_GOTO(bk_load_batch(distinct, cfg->batch_rows, cfg->rows, i, &b, &owned, &n, err));
+        FR_GOTO(bk_random_load_next(&load, &b, err));
+        if (!b) break;
         rc = fr_table_append(t, b, FR_NO_WRITER, -1, NULL, err);
-        if (owned) fr_batch_free(b);
+        fr_batch_free(b);
         if (rc < 0) goto fail;
     }
     int64_t id = -1;
@@ -68,8 +64,7 @@ static int lr_load(const lr_config *cfg, fr_engine *e, fr_table **out, fr_error 
     t = NULL;
 fail:
     if (t) fr_table_release(t);
-    for (int i = 0; i < BK_DISTINCT; i++) fr_batch_free(distinct[i]);
-    fr_schema_free(schema);
+    bk_random_load_close(&load);
     return rc;
 }
 

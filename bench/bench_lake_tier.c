@@ -3,7 +3,8 @@
  * acknowledgement to its visibility in the lake.
  *
  * Throughput: a lake-enabled log table with one bucket is loaded (untimed) with --rows rows
- * of the 20-column benchmark table (about 1 KB a row, the generator of bench_append); then
+ * of the 20-column benchmark table (about 1 KB a row), every row distinct
+ * (bk_random_load: the same rows each round for a given --seed); then
  * one round of fr_table_tier on this thread reads the log (ZSTD record batches), converts
  * the rows, writes them as Parquet with ZSTD and commits the Iceberg snapshot: the timed
  * span. The background tiering threads are off (lake.tiering.threads = 0), so the round is
@@ -79,22 +80,21 @@ typedef struct lt_run {
 } lt_run;
 
 /* One load and one timed round into data_dir (kept: the peer reads the last one's files). */
-static int lt_tier_once(const lt_config *cfg, fr_batch *const *distinct, const char *data_dir,
-                        lt_run *run, fr_error *err)
+static int lt_tier_once(const lt_config *cfg, const char *data_dir, lt_run *run, fr_error *err)
 {
     fr_engine *e = NULL;
     fr_table *t = NULL;
+    bk_random_load load = {0};
     int rc;
+    FR_GOTO(bk_random_load_open(cfg->seed, cfg->rows, cfg->batch_rows, &load, err));
     FR_GOTO(lt_open(data_dir, 0, &e, err));
-    FR_GOTO(lt_table(e, fr_batch_schema(distinct[0]), "3min", &t, err));
-    int64_t nbatches = (cfg->rows + cfg->batch_rows - 1) / cfg->batch_rows;
-    for (int64_t i = 0; i < nbatches; i++) {
+    FR_GOTO(lt_table(e, load.schema, "3min", &t, err));
+    for (;;) {
         fr_batch *b = NULL;
-        bool owned = false;
-        int64_t n = 0;
-        FR_GOTO(bk_load_batch(distinct, cfg->batch_rows, cfg->rows, i, &b, &owned, &n, err));
+        FR_GOTO(bk_random_load_next(&load, &b, err));
+        if (!b) break;
         rc = fr_table_append(t, b, FR_NO_WRITER, -1, NULL, err);
-        if (owned) fr_batch_free(b);
+        fr_batch_free(b);
         if (rc < 0) goto fail;
     }
     /* The load left the log's bytes to the operating system (FR_FLUSH_NONE): written out
@@ -119,6 +119,7 @@ static int lt_tier_once(const lt_config *cfg, fr_batch *const *distinct, const c
 fail:
     if (t) fr_table_release(t);
     if (e) fr_engine_close(e);
+    bk_random_load_close(&load);
     return rc;
 }
 
@@ -177,19 +178,17 @@ static void lt_compare(const lt_config *cfg, double med, double cpu_med, double 
  * same load of the machine. */
 static int lt_throughput(const lt_config *cfg, json_t *doc, json_t *targets, fr_error *err)
 {
-    fr_batch *distinct[BK_DISTINCT] = {0};
     lt_run runs[BK_REPS_MAX];
     double rates[BK_REPS_MAX], cpu_rates[BK_REPS_MAX];
     double peer_rates[BK_REPS_MAX], peer_cpu_rates[BK_REPS_MAX];
     char data_dir[4096];
     int rc;
     FR_GOTO(bk_path(data_dir, sizeof data_dir, cfg->dir, "tier", err));
-    FR_GOTO(bk_distinct_batches(cfg->seed, cfg->batch_rows, distinct, err));
     json_t *jruns = json_array(), *jpeer = json_array();
     json_object_set_new(doc, "runs", jruns);
     json_object_set_new(doc, "peer", jpeer);
     for (int r = 0; r < cfg->reps; r++) {
-        FR_GOTO(lt_tier_once(cfg, distinct, data_dir, &runs[r], err));
+        FR_GOTO(lt_tier_once(cfg, data_dir, &runs[r], err));
         rates[r] = runs[r].rows_per_s;
         cpu_rates[r] = runs[r].rows_per_cpu_s;
         json_array_append_new(jruns, lt_run_json(&runs[r]));
@@ -210,7 +209,6 @@ static int lt_throughput(const lt_config *cfg, json_t *doc, json_t *targets, fr_
     if (cfg->peer_script) lt_compare(cfg, med, cpu_med, peer_rates, peer_cpu_rates, doc, targets);
     rc = 0;
 fail:
-    for (int i = 0; i < BK_DISTINCT; i++) fr_batch_free(distinct[i]);
     fr_error scratch;
     fr_remove_tree(data_dir, &scratch);
     return rc;

@@ -122,6 +122,34 @@ int bk_load_batch(fr_batch *const *distinct, int64_t batch_rows, int64_t rows, i
     return fr_batch_slice(distinct[i % BK_DISTINCT], 0, *n, out, err);
 }
 
+int bk_random_load_open(int64_t seed, int64_t rows, int64_t batch_rows, bk_random_load *out,
+                        fr_error *err)
+{
+    *out = (bk_random_load){.rows = rows, .batch_rows = batch_rows};
+    bk_rng_seed(&out->rng, (uint64_t)seed);
+    FR_TRY(bk_schema_new(&out->schema, err));
+    return fr_builder_new(out->schema, &out->bld, err);
+}
+
+int bk_random_load_next(bk_random_load *l, fr_batch **out, fr_error *err)
+{
+    *out = NULL;
+    int64_t left = l->rows - l->done;
+    if (left <= 0) return 0;
+    int64_t n = left < l->batch_rows ? left : l->batch_rows;
+    FR_TRY(bk_batch_random(l->bld, n, &l->rng, out, err));
+    l->done += n;
+    return 0;
+}
+
+void bk_random_load_close(bk_random_load *l)
+{
+    if (l->bld) fr_builder_free(l->bld);
+    if (l->schema) fr_schema_free(l->schema);
+    l->bld = NULL;
+    l->schema = NULL;
+}
+
 int bk_batch_head(const fr_batch *b, int64_t n, fr_batch **out, fr_error *err)
 {
     if (n != fr_batch_num_rows(b)) return fr_batch_slice(b, 0, n, out, err);

@@ -48,6 +48,24 @@ int bk_distinct_batches(int64_t seed, int64_t batch_rows, fr_batch **out, fr_err
 int bk_load_batch(fr_batch *const *distinct, int64_t batch_rows, int64_t rows, int64_t i,
                   fr_batch **out, bool *owned, int64_t *n, fr_error *err);
 
+/* A load of `rows` rows in which every row is distinct (the lake benchmarks: repeated rows
+ * would let Parquet's dictionaries flatter writers and readers alike). Batch i holds rows
+ * i * batch_rows .. of one stream of random rows drawn from seed in order, so the same seed
+ * gives the same rows; batches are built one at a time (one batch in memory, not the load).
+ * Open, call next until *out is NULL, close (also after a failure). */
+typedef struct bk_random_load {
+    fr_schema *schema;
+    fr_builder *bld;
+    bk_rng rng;
+    int64_t rows, batch_rows, done;
+} bk_random_load;
+
+int bk_random_load_open(int64_t seed, int64_t rows, int64_t batch_rows, bk_random_load *out,
+                        fr_error *err);
+/* The next batch (the caller's to free), or *out = NULL past the last row. */
+int bk_random_load_next(bk_random_load *l, fr_batch **out, fr_error *err);
+void bk_random_load_close(bk_random_load *l);
+
 /* A batch of the first n rows of b: sharing b's buffers when n is all of them (no copy, as
  * a timed call must not pay for the benchmark's own bookkeeping), a copy otherwise. *out is
  * the caller's; b may be freed before it. */
