@@ -12,9 +12,8 @@
 
 /* ---- small results --------------------------------------------------------------------- */
 
-/* Sends a finished builder's batch (and the schema before it) to the sink, then end(NULL). */
-static int emit_result(const fr_sql_sink *sink, const fr_schema *schema, fr_builder *bld,
-                       fr_error *err)
+int sql_emit_result(const fr_sql_sink *sink, const fr_schema *schema, fr_builder *bld,
+                    fr_error *err)
 {
     fr_batch *b = NULL;
     FR_TRY(fr_builder_finish(bld, &b, err));
@@ -57,7 +56,7 @@ int sql_emit_names(const fr_sql_sink *sink, const char *column, char **names, in
     FR_GOTO(new_result(&f, 1, &schema, &bld, err));
     for (int i = 0; i < n; i++)
         FR_GOTO(fr_builder_append_bytes(bld, 0, names[i], strlen(names[i]), err));
-    rc = emit_result(sink, schema, bld, err);
+    rc = sql_emit_result(sink, schema, bld, err);
 fail:
     fr_builder_free(bld);
     fr_schema_free(schema);
@@ -299,7 +298,7 @@ static int exec_describe(fr_sql_session *s, const sql_stmt *st, const fr_sql_sin
         else
             FR_GOTO(fr_builder_append_null(bld, 3, err));
     }
-    rc = emit_result(sink, schema, bld, err);
+    rc = sql_emit_result(sink, schema, bld, err);
 fail:
     fr_buf_free(&key);
     fr_builder_free(bld);
@@ -406,7 +405,7 @@ static int exec_show_create_table(fr_sql_session *s, const sql_stmt *st,
     FR_GOTO(format_create_table(t, &text, err));
     FR_GOTO(new_result(&f, 1, &schema, &bld, err));
     FR_GOTO(fr_builder_append_bytes(bld, 0, text.data, text.len, err));
-    rc = emit_result(sink, schema, bld, err);
+    rc = sql_emit_result(sink, schema, bld, err);
 fail:
     fr_buf_free(&text);
     fr_builder_free(bld);

@@ -392,6 +392,10 @@ int sql_sink_begin(const fr_sql_sink *sink, const fr_schema *schema, fr_error *e
 int sql_sink_rows(const fr_sql_sink *sink, fr_batch *batch, fr_error *err);
 int sql_sink_end(const fr_sql_sink *sink, const char *message, fr_error *err);
 
+/* Sends the batch of a builder (finished here; the caller still frees bld) after the schema
+ * to the sink, then end(NULL). */
+int sql_emit_result(const fr_sql_sink *sink, const fr_schema *schema, fr_builder *bld,
+                    fr_error *err);
 /* Small results: one STRING column `column` holding names (then end(NULL)); a message
  * for statements without rows (end(message)). */
 int sql_emit_names(const fr_sql_sink *sink, const char *column, char **names, int n,

@@ -60,7 +60,6 @@ static int emit_snapshot_id(const fr_sql_sink *sink, int64_t id, fr_error *err)
     fr_field f = {.name = "snapshot_id", .type = fr_type_of(FR_T_BIGINT)};
     fr_schema *schema = NULL;
     fr_builder *bld = NULL;
-    fr_batch *b = NULL;
     int rc;
     FR_GOTO(fr_schema_new(&f, 1, 0, &schema, err));
     FR_GOTO(fr_builder_new(schema, &bld, err));
@@ -68,15 +67,8 @@ static int emit_snapshot_id(const fr_sql_sink *sink, int64_t id, fr_error *err)
         FR_GOTO(fr_builder_append_null(bld, 0, err));
     else
         FR_GOTO(fr_builder_append_i64(bld, 0, id, err));
-    FR_GOTO(fr_builder_finish(bld, &b, err));
-    rc = sql_sink_begin(sink, schema, err);
-    if (rc == 0) {
-        rc = sql_sink_rows(sink, b, err);
-        b = NULL;
-    }
-    if (rc == 0) rc = sql_sink_end(sink, NULL, err);
+    rc = sql_emit_result(sink, schema, bld, err);
 fail:
-    fr_batch_free(b);
     fr_builder_free(bld);
     fr_schema_free(schema);
     return rc;

@@ -593,7 +593,6 @@ int sql_emit_plan(const fr_sql_sink *sink, const fr_buf *text, fr_error *err)
     f.type.nullable = false;
     fr_schema *schema = NULL;
     fr_builder *bld = NULL;
-    fr_batch *b = NULL;
     int rc;
     FR_GOTO(fr_schema_new(&f, 1, 0, &schema, err));
     FR_GOTO(fr_builder_new(schema, &bld, err));
@@ -603,15 +602,8 @@ int sql_emit_plan(const fr_sql_sink *sink, const fr_buf *text, fr_error *err)
         FR_GOTO(fr_builder_append_bytes(bld, 0, text->data + at, end - at, err));
         at = end + 1;
     }
-    FR_GOTO(fr_builder_finish(bld, &b, err));
-    rc = sql_sink_begin(sink, schema, err);
-    if (rc == 0) {
-        rc = sql_sink_rows(sink, b, err);
-        b = NULL;
-    }
-    if (rc == 0) rc = sql_sink_end(sink, NULL, err);
+    rc = sql_emit_result(sink, schema, bld, err);
 fail:
-    fr_batch_free(b);
     fr_builder_free(bld);
     fr_schema_free(schema);
     return rc;
