@@ -120,6 +120,12 @@ typedef struct fr_row_reader {
 
 static int fr_row_get_varint(fr_row_reader *r, uint64_t *v, fr_error *err)
 {
+    /* Most varints of a row (small ints, string lengths under 128, the schema id) are one
+     * byte, which is always the shortest form: no call for those. */
+    if (r->pos < r->n && r->p[r->pos] < 0x80) {
+        *v = r->p[r->pos++];
+        return FR_OK;
+    }
     size_t used = fr_codec_varint_get(r->p + r->pos, r->n - r->pos, v);
     FR_CHECK(used > 0, FR_ECORRUPT, err, "a bad or truncated varint at byte %zu", r->pos);
     r->pos += used;
@@ -253,12 +259,15 @@ static int fr_row_decode_fields(fr_row_reader *r, const fr_schema *s, fr_value *
     for (int i = 0; i < nf; i++) {
         const fr_field *f = fr_schema_field(s, i);
         bool is_null = (bitmap[i / 8] >> (i % 8)) & 1;
-        values[i] = fr_value_null(f->type);
+        /* What fr_value_null gives, built in place: this runs for every cell of every row
+         * a lookup or scan reads. */
+        memset(&values[i], 0, sizeof values[i]);
+        values[i].type = f->type;
+        values[i].is_null = is_null;
         int rc = FR_OK;
         if (is_null && !f->type.nullable) {
             rc = fr_fail(err, FR_ECORRUPT, "NULL in a NOT NULL field");
         } else if (!is_null) {
-            values[i].is_null = false;
             rc = fr_row_get_value(r, &f->type, &values[i], err);
         }
         if (rc < 0) {
