@@ -23,7 +23,6 @@
 #define OPT_LAKE_FORMAT "table.datalake.format"
 #define OPT_LAKE_FRESHNESS "table.datalake.freshness"
 #define FR_LAKE_FRESHNESS_DEFAULT_MS (3 * 60 * 1000)
-#define FR_LAKE_PAGE_BYTES (4 << 20)
 
 /* ---- options --------------------------------------------------------------------------- */
 
@@ -101,12 +100,13 @@ static int lake_spec_init(fr_table *t, fr_table_lake *l, fr_error *err)
         if (ty->id == FR_T_TIME || ty->id == FR_T_TIMESTAMP || ty->id == FR_T_TIMESTAMP_LTZ)
             l->to_micros[i] = 1000000 / fr_type_time_units(ty->precision);
     }
+    /* The writer's defaults: pages of 1 MiB, ZSTD level 3 (DuckDB's level for COMPRESSION
+     * zstd). Pages of 4 MiB would keep the dictionary of a string column that repeats a few
+     * thousand distinct values, which a 1 MiB first page judges not worth it; but values
+     * that are nearly all distinct lose their dictionary after 1024 values whatever the
+     * page size, and there larger pages only make every page buffer, the writer's and the
+     * readers', four times larger for no gain in time (measured with bench_lake_tier). */
     fr_parquet_options_default(&l->parquet);
-    /* The writer keeps a column chunk's dictionary or drops it on the evidence of its first
-     * page: pages of 4 MiB (the writer also caps a page's rows) let a string column with a
-     * few thousand distinct values keep a dictionary that a 1 MiB page would judge not
-     * worth it, which makes its files several times smaller and its writing faster. */
-    l->parquet.page_bytes = FR_LAKE_PAGE_BYTES;
     l->spec = (fr_lake_spec){
         .schema = l->schema,
         .field_ids = l->field_ids,
