@@ -812,6 +812,11 @@ static int flush_row_group(fr_parquet_writer *w, fr_error *err)
         compressed += cos[i].compressed;
         uncompressed += cos[i].uncompressed;
     }
+    /* The row group's bytes start for the disk now, while the next row group is encoded,
+     * rather than all at the closing fsync (which still makes them durable): in
+     * bench_lake_tier that fsync waited 0.43 s for 182 MB, now 0.16 s for the last row
+     * group. A hint: where the file system cannot, the fsync does it all. */
+    (void)sync_file_range(w->fd, start, w->offset - start, SYNC_FILE_RANGE_WRITE);
     w->rg_rows_of[w->nrgs] = w->rg_rows;
     w->rg_offsets[w->nrgs] = start;
     w->rg_bytes[w->nrgs] = uncompressed;
