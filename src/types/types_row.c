@@ -118,18 +118,26 @@ typedef struct fr_row_reader {
     size_t pos;
 } fr_row_reader;
 
+/* fr_codec_varint_get inlined, since every int and string length of a row is one: the
+ * shortest form only (no last group of zero after others), at most 10 bytes, the tenth
+ * carrying only the top bit. */
 static int fr_row_get_varint(fr_row_reader *r, uint64_t *v, fr_error *err)
 {
-    /* Most varints of a row (small ints, string lengths under 128, the schema id) are one
-     * byte, which is always the shortest form: no call for those. */
-    if (r->pos < r->n && r->p[r->pos] < 0x80) {
-        *v = r->p[r->pos++];
-        return FR_OK;
+    const uint8_t *p = r->p + r->pos;
+    size_t left = r->n - r->pos;
+    size_t max = left < 10 ? left : 10;
+    uint64_t x = 0;
+    for (size_t i = 0; i < max; i++) {
+        uint8_t b = p[i];
+        x |= (uint64_t)(b & 0x7f) << (7 * i);
+        if (b < 0x80) {
+            if ((i > 0 && b == 0) || (i == 9 && b > 1)) break;
+            *v = x;
+            r->pos += i + 1;
+            return FR_OK;
+        }
     }
-    size_t used = fr_codec_varint_get(r->p + r->pos, r->n - r->pos, v);
-    FR_CHECK(used > 0, FR_ECORRUPT, err, "a bad or truncated varint at byte %zu", r->pos);
-    r->pos += used;
-    return FR_OK;
+    return fr_fail(err, FR_ECORRUPT, "a bad or truncated varint at byte %zu", r->pos);
 }
 
 static int fr_row_get_bytes(fr_row_reader *r, size_t n, const uint8_t **out, fr_error *err)
