@@ -774,6 +774,13 @@ static int finish_chunk(fr_parquet_writer *w, int col, pq_chunk_out *co, fr_erro
     }
     co->data_offset = w->offset;
     FR_TRY(write_all(w, cw->chunk.data, cw->chunk.len, err));
+    /* The chunk's bytes start for the disk now, while the next chunks are written and the
+     * next row group is encoded, rather than all at the closing fsync (which still makes
+     * them durable): in bench_lake_tier that fsync waited 0.43 s for 182 MB, and about
+     * 0.16 s with the write-back started early. A hint: where the file system cannot, the
+     * fsync does it all. */
+    (void)sync_file_range(w->fd, co->data_offset, w->offset - co->data_offset,
+                          SYNC_FILE_RANGE_WRITE);
     co->uncompressed += cw->chunk_uncompressed;
     co->compressed += (int64_t)cw->chunk.len;
     co->values = cw->chunk_values;
@@ -812,11 +819,6 @@ static int flush_row_group(fr_parquet_writer *w, fr_error *err)
         compressed += cos[i].compressed;
         uncompressed += cos[i].uncompressed;
     }
-    /* The row group's bytes start for the disk now, while the next row group is encoded,
-     * rather than all at the closing fsync (which still makes them durable): in
-     * bench_lake_tier that fsync waited 0.43 s for 182 MB, now 0.16 s for the last row
-     * group. A hint: where the file system cannot, the fsync does it all. */
-    (void)sync_file_range(w->fd, start, w->offset - start, SYNC_FILE_RANGE_WRITE);
     w->rg_rows_of[w->nrgs] = w->rg_rows;
     w->rg_offsets[w->nrgs] = start;
     w->rg_bytes[w->nrgs] = uncompressed;
