@@ -298,7 +298,7 @@ int firth_drop_partition(firth_client *c, const char *table, const char *partiti
 
 /* A writer collects the rows of many calls and sends them in batches: the rows for one
  * bucket (remote; embedded: for the table) wait until they reach batch_bytes or the oldest
- * has waited linger_ms, then go as one record batch. Background threads send them and
+ * has waited linger_ms, then go as one record batch. A background thread sends them and
  * acknowledges each call once all its rows are durable, by the callback and by
  * firth_writer_wait. Every batch carries the writer's id and a sequence number per bucket,
  * so that a batch sent again after a lost connection or a retriable error is applied once
@@ -308,9 +308,7 @@ typedef struct firth_writer firth_writer;
 
 /* Called once per call (token) when its rows are durable (status 0) or when it failed for
  * good (status < 0, message says why; the message lives during the call only). Runs on
- * one of the writer's threads (a remote writer has several, which send different buckets'
- * batches side by side; callbacks never run two at a time), or in firth_writer_flush/close:
- * it must not block on the writer. */
+ * the writer's thread, or in firth_writer_flush/close: it must not block on the writer. */
 typedef void (*firth_ack_fn)(void *ctx, uint64_t token, int status, const char *message);
 
 typedef struct firth_writer_options {

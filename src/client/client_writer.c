@@ -1,5 +1,5 @@
-/* client_writer.c — firth_writer: rows of many calls batched per destination, sent by
- * background sender threads, acknowledged per call, and retried safely.
+/* client_writer.c — firth_writer: rows of many calls batched per destination, sent by a
+ * background thread, acknowledged per call, and retried safely.
  *
  * A destination ("unit") is one bucket of one partition for a remote client (the client
  * routes rows as the engine does) and the whole table for an embedded one (the engine
@@ -12,14 +12,9 @@
  * ambiguous failure never applies rows twice, and rows of one unit are applied in call
  * order.
  *
- * Senders: a remote writer has WRITER_SENDERS_MAX threads, each taking one ready unit's
- * batch at a time (joining, encoding, sending and waiting for its acknowledgement), so the
- * units' batches are encoded and in flight side by side and one unit's fsync never delays
- * another's batch; an embedded writer has one.
- *
- * Locking: mu guards everything below it in the struct; the senders send without holding
- * it. Calls complete when their last piece does; ack callbacks run on a sender, without mu
- * held, one at a time (ack_mu). Memory: the rows queued or in flight are bounded by buffer_bytes (a call waits
+ * Locking: mu guards everything below it in the struct; the thread sends without holding
+ * it. Calls complete when their last piece does; ack callbacks run on the thread, without
+ * mu held. Memory: the rows queued or in flight are bounded by buffer_bytes (a call waits
  * for room; a single call larger than the bound is let in alone). */
 #include "client/client_int.h"
 
@@ -28,11 +23,6 @@
 #include <time.h>
 
 #define WRITER_FAILURES_KEPT 256
-/* Sender threads of a remote writer: each sends one unit's batch and waits for its
- * acknowledgement, so that up to this many units have a batch in flight at once, each
- * encoded (compressed) on its own thread while the others travel and wait for their fsync.
- * An embedded writer has one unit per partition and one sender. */
-#define WRITER_SENDERS_MAX 4
 
 typedef struct wcall {
     struct wcall *next, *prev; /* the open list; next also links the done list */
@@ -75,16 +65,14 @@ struct firth_writer {
     char *targets_text;
     int *targets, ntargets;
     int64_t writer_id;
-    pthread_t threads[WRITER_SENDERS_MAX]; /* the senders */
-    int nthreads;
-    pthread_mutex_t ack_mu;  /* one ack callback at a time, whichever sender runs it */
+    pthread_t thread;
+    bool thread_started;
 
     pthread_mutex_t mu;
-    pthread_cond_t work_cv;  /* the senders: something to send, a flush, stop */
+    pthread_cond_t work_cv;  /* the thread: something to send, a flush, stop */
     pthread_cond_t done_cv;  /* callers: calls completed, room in the buffer */
     wunit *units;            /* index: partition index * nbuckets + bucket */
     int nunits;
-    int next_unit;           /* where the senders' next search for a ready unit starts */
     int64_t *pids;           /* partition ids by partition index */
     int npids;
     wcall *open, *open_tail; /* calls not complete, in token order */
@@ -214,13 +202,11 @@ static void finish_batch(firth_writer *w, wunit *u, int status, const fr_error *
 
 static void run_callbacks(firth_writer *w, wcall *done)
 {
-    if (done && w->o.on_ack) pthread_mutex_lock(&w->ack_mu);
     for (wcall *c = done, *next; c; c = next) {
         next = c->next;
         if (w->o.on_ack) w->o.on_ack(w->o.ack_ctx, c->token, c->status, c->status ? c->msg : NULL);
         fr_free(c);
     }
-    if (done && w->o.on_ack) pthread_mutex_unlock(&w->ack_mu);
 }
 
 /* ---- sending --------------------------------------------------------------------------------- */
@@ -405,60 +391,58 @@ static void take_batch(firth_writer *w, wunit *u)
     u->bytes -= bytes;
 }
 
-/* A ready unit (mu held), searching from where the last search left off so that every
- * unit gets its turn; -1 when none is ready. *wake is the earliest time a unit becomes
- * ready by its linger. */
-static int ready_unit(firth_writer *w, int64_t now, int64_t *wake)
-{
-    *wake = INT64_MAX;
-    for (int k = 0; k < w->nunits; k++) {
-        int i = (w->next_unit + k) % w->nunits;
-        wunit *u = &w->units[i];
-        if (unit_ready(w, u, now)) {
-            w->next_unit = (i + 1) % w->nunits;
-            return i;
-        }
-        if (u->head && !u->sending && u->oldest_ns + w->o.linger_ms * 1000000 < *wake)
-            *wake = u->oldest_ns + w->o.linger_ms * 1000000;
-    }
-    return -1;
-}
-
-/* A sender: takes one ready unit's batch at a time, joins, encodes and sends it, waits for
- * its acknowledgement and completes its calls. Units are independent: a unit whose batch
- * waits for its fsync never holds up another's. */
 static void *writer_main(void *arg)
 {
     firth_writer *w = arg;
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        int64_t wake;
-        int i = ready_unit(w, fr_monotonic_ns(), &wake);
-        if (i < 0) {
+        int64_t now = fr_monotonic_ns(), wake = INT64_MAX;
+        int ready = 0;
+        for (int i = 0; i < w->nunits; i++) {
+            wunit *u = &w->units[i];
+            if (unit_ready(w, u, now)) ready++;
+            else if (u->head && !u->sending && u->oldest_ns + w->o.linger_ms * 1000000 < wake)
+                wake = u->oldest_ns + w->o.linger_ms * 1000000;
+        }
+        if (ready == 0) {
             if (w->stopping && !w->open) break;
             if (wake == INT64_MAX) pthread_cond_wait(&w->work_cv, &w->mu);
             else timed_wait(&w->work_cv, &w->mu, wake);
             continue;
         }
-        wunit *u = &w->units[i];
-        take_batch(w, u);
-        wsend send = {.unit = i, .seq = u->next_seq};
-        wpiece *pieces = u->sending;
+        wsend *sends = fr_calloc((size_t)ready, sizeof *sends);
+        int n = 0;
+        for (int i = 0; sends && i < w->nunits; i++) {
+            wunit *u = &w->units[i];
+            if (!unit_ready(w, u, now)) continue;
+            take_batch(w, u);
+            sends[n++] = (wsend){.unit = i, .seq = u->next_seq};
+        }
         pthread_mutex_unlock(&w->mu);
         /* The pieces in flight belong to this thread: join them without the lock. The units
          * array may be reallocated by callers meanwhile, so it is indexed again under mu. */
-        fr_error e = {0};
-        send.status = join_pieces(w, pieces, &send.rows, &send.ops, &e);
-        send.err = e;
-        if (send.status == 0) send_all(w, &send, 1);
+        for (int i = 0; i < n; i++) {
+            pthread_mutex_lock(&w->mu);
+            wpiece *pieces = w->units[sends[i].unit].sending;
+            pthread_mutex_unlock(&w->mu);
+            fr_error e = {0};
+            sends[i].status = join_pieces(w, pieces, &sends[i].rows, &sends[i].ops, &e);
+            sends[i].err = e;
+        }
+        int nsend = 0;
+        for (int i = 0; i < n; i++) nsend += sends[i].status == 0;
+        if (nsend > 0) send_all(w, sends, n);
         pthread_mutex_lock(&w->mu);
         wcall *done = NULL;
-        finish_batch(w, &w->units[send.unit], send.status, &send.err, send.changed, &done);
-        fr_batch_free(send.rows);
-        fr_free(send.ops);
+        for (int i = 0; i < n; i++) {
+            finish_batch(w, &w->units[sends[i].unit], sends[i].status, &sends[i].err,
+                         sends[i].changed, &done);
+            fr_batch_free(sends[i].rows);
+            fr_free(sends[i].ops);
+        }
+        bool oom = !sends;
+        fr_free(sends);
         pthread_cond_broadcast(&w->done_cv);
-        /* The unit may have more queued: any sender may take it now. */
-        pthread_cond_broadcast(&w->work_cv);
         if (done) {
             w->acking++;
             pthread_mutex_unlock(&w->mu);
@@ -467,6 +451,8 @@ static void *writer_main(void *arg)
             w->acking--;
             pthread_cond_broadcast(&w->done_cv);
         }
+        if (oom) /* out of memory for the list: wait a little before trying again */
+            timed_wait(&w->work_cv, &w->mu, fr_monotonic_ns() + 10000000);
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
@@ -515,21 +501,8 @@ static void writer_free(firth_writer *w)
     fr_ctable_free(w->t);
     pthread_cond_destroy(&w->work_cv);
     pthread_cond_destroy(&w->done_cv);
-    pthread_mutex_destroy(&w->ack_mu);
     pthread_mutex_destroy(&w->mu);
     fr_free(w);
-}
-
-/* Stops and joins the senders (they finish the calls still open first). */
-static void writer_stop(firth_writer *w)
-{
-    pthread_mutex_lock(&w->mu);
-    w->stopping = true;
-    pthread_cond_broadcast(&w->work_cv);
-    pthread_cond_broadcast(&w->done_cv);
-    pthread_mutex_unlock(&w->mu);
-    for (int i = 0; i < w->nthreads; i++) pthread_join(w->threads[i], NULL);
-    w->nthreads = 0;
 }
 
 int firth_writer_open(firth_client *c, const char *table, const firth_writer_options *o,
@@ -549,7 +522,6 @@ int firth_writer_open(firth_client *c, const char *table, const firth_writer_opt
     w->client = c;
     w->o = *o;
     pthread_mutex_init(&w->mu, NULL);
-    pthread_mutex_init(&w->ack_mu, NULL);
     cond_mono(&w->work_cv);
     cond_mono(&w->done_cv);
     fr_error e = {0};
@@ -565,17 +537,13 @@ int firth_writer_open(firth_client *c, const char *table, const firth_writer_opt
     }
     w->o.target_columns = w->targets_text;
     w->writer_id = o->writer_id >= 0 ? o->writer_id : fr_client_random_writer_id();
-    int senders = c->remote ? WRITER_SENDERS_MAX : 1;
-    for (int i = 0; rc == 0 && i < senders; i++) {
-        if (pthread_create(&w->threads[i], NULL, writer_main, w) != 0)
-            rc = fr_fail(&e, FR_ENOMEM, "cannot start the writer's threads");
-        else w->nthreads++;
-    }
+    if (rc == 0 && pthread_create(&w->thread, NULL, writer_main, w) != 0)
+        rc = fr_fail(&e, FR_ENOMEM, "cannot start the writer's thread");
     if (rc < 0) {
-        writer_stop(w);
         writer_free(w);
         return writer_fail(err, &e);
     }
+    w->thread_started = true;
     *out = w;
     return FIRTH_OK;
 }
@@ -733,7 +701,7 @@ static int writer_put(firth_writer *w, const fr_batch *b, const uint8_t *ops, ui
         if (w->open_tail) w->open_tail->next = call;
         else w->open = call;
         w->open_tail = call;
-        pthread_cond_broadcast(&w->work_cv);
+        pthread_cond_signal(&w->work_cv);
         pthread_mutex_unlock(&w->mu);
     }
     fr_free(units);
@@ -824,7 +792,7 @@ int firth_writer_flush(firth_writer *w, firth_error *err)
     pthread_mutex_lock(&w->mu);
     w->flushing++;
     uint64_t target = w->next_token;
-    pthread_cond_broadcast(&w->work_cv);
+    pthread_cond_signal(&w->work_cv);
     /* Done when every call up to target is complete and its callback has returned. */
     while ((w->open && w->open->token <= target) || w->acking)
         pthread_cond_wait(&w->done_cv, &w->mu);
@@ -853,7 +821,12 @@ int firth_writer_close(firth_writer *w, firth_error *err)
 {
     if (!w) return FIRTH_OK;
     int rc = firth_writer_flush(w, err);
-    writer_stop(w);
+    pthread_mutex_lock(&w->mu);
+    w->stopping = true;
+    pthread_cond_signal(&w->work_cv);
+    pthread_cond_broadcast(&w->done_cv);
+    pthread_mutex_unlock(&w->mu);
+    if (w->thread_started) pthread_join(w->thread, NULL);
     writer_free(w);
     return rc;
 }
