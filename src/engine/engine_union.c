@@ -135,27 +135,6 @@ static void union_free(union_read *u)
 
 /* ---- planning the columns --------------------------------------------------------------- */
 
-static fr_expr *remap_expr(fr_arena *a, const fr_expr *e, const int *map, int ncols, int depth)
-{
-    if (depth > FR_EXPR_DEPTH_MAX) return NULL;
-    fr_expr *c = fr_arena_alloc(a, sizeof *c);
-    if (!c) return NULL;
-    *c = *e;
-    if (e->kind == FR_EX_COLUMN) {
-        if (e->column < 0 || e->column >= ncols || map[e->column] < 0) return NULL;
-        c->column = map[e->column];
-    }
-    if (e->nargs > 0) {
-        c->args = fr_arena_alloc(a, (size_t)e->nargs * sizeof *c->args);
-        if (!c->args) return NULL;
-        for (int i = 0; i < e->nargs; i++) {
-            c->args[i] = remap_expr(a, e->args[i], map, ncols, depth + 1);
-            if (!c->args[i]) return NULL;
-        }
-    }
-    return c;
-}
-
 static int check_projection(const union_read *u, fr_error *err)
 {
     const fr_union_spec *spec = u->spec;
@@ -217,7 +196,7 @@ static const fr_expr *lake_prune_filter(union_read *u, const uint8_t *fcols, con
     if (u->spec->lake_only || filter_fits_lake(u, fcols)) return f;
     if (!columns_named(f, 0)) return NULL;
     int nf = fr_schema_num_fields(u->ts);
-    fr_expr *copy = remap_expr(u->arena, f, ident, nf, 0);
+    fr_expr *copy = fr_expr_remap_columns(u->arena, f, ident, nf);
     fr_error ignored = {0};
     return copy && fr_expr_bind(copy, u->ls, &ignored) == FR_OK ? copy : NULL;
 }
@@ -276,7 +255,7 @@ static int plan_columns(union_read *u, fr_error *err)
     }
     if (spec->filter) {
         u->arena = fr_arena_new(4096);
-        u->filter = u->arena ? remap_expr(u->arena, spec->filter, map, nf, 0) : NULL;
+        u->filter = u->arena ? fr_expr_remap_columns(u->arena, spec->filter, map, nf) : NULL;
         if (!u->filter) {
             rc = fr_fail(err, u->arena ? FR_EINVAL : FR_ENOMEM,
                          "read of %s: cannot copy the filter (out of memory, or not bound to "

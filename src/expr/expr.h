@@ -84,6 +84,12 @@ fr_expr *fr_expr_node(fr_arena *a, fr_expr_kind kind, fr_expr_op op, int nargs, 
 /* Shorthands over fr_expr_node: a binary operator, and CAST(arg AS to). */
 fr_expr *fr_expr_binary(fr_arena *a, fr_expr_op op, fr_expr *left, fr_expr *right);
 fr_expr *fr_expr_cast(fr_arena *a, fr_expr *arg, fr_type to);
+/* A copy of bound expression e (in arena a) whose column references are renumbered: column
+ * c becomes map[c], for c in 0..ncols. NULL when a column is out of range or maps to -1,
+ * when the tree is deeper than FR_EXPR_DEPTH_MAX, or when the arena is out of memory. For
+ * readers that evaluate a filter over a batch holding only some of the columns it was
+ * bound to. */
+fr_expr *fr_expr_remap_columns(fr_arena *a, const fr_expr *e, const int *map, int ncols);
 
 /* Resolves names against schema and infers types, in place. Errors (unknown column:
  * FR_ENOTFOUND; type mismatch such as 'abc' + 1: FR_ETYPE; a string literal that does not

@@ -269,3 +269,29 @@ int fr_expr_format(const fr_expr *e, fr_buf *out, fr_error *err)
 {
     return ex_format(e, out, 0, err);
 }
+
+static fr_expr *ex_remap(fr_arena *a, const fr_expr *e, const int *map, int ncols, int depth)
+{
+    if (depth > FR_EXPR_DEPTH_MAX) return NULL;
+    fr_expr *c = fr_arena_alloc(a, sizeof *c);
+    if (!c) return NULL;
+    *c = *e;
+    if (e->kind == FR_EX_COLUMN) {
+        if (e->column < 0 || e->column >= ncols || map[e->column] < 0) return NULL;
+        c->column = map[e->column];
+    }
+    if (e->nargs > 0) {
+        c->args = fr_arena_alloc(a, (size_t)e->nargs * sizeof *c->args);
+        if (!c->args) return NULL;
+        for (int i = 0; i < e->nargs; i++) {
+            c->args[i] = ex_remap(a, e->args[i], map, ncols, depth + 1);
+            if (!c->args[i]) return NULL;
+        }
+    }
+    return c;
+}
+
+fr_expr *fr_expr_remap_columns(fr_arena *a, const fr_expr *e, const int *map, int ncols)
+{
+    return ex_remap(a, e, map, ncols, 0);
+}

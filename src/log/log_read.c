@@ -106,28 +106,6 @@ typedef struct log_reader {
     bool stop;
 } log_reader;
 
-static fr_expr *remap_expr(fr_arena *a, const fr_expr *e, const int *map, int ncols, int depth)
-{
-    if (depth > FR_EXPR_DEPTH_MAX) return NULL;
-    fr_expr *c = fr_arena_alloc(a, sizeof *c);
-    if (!c) return NULL;
-    *c = *e;
-    if (e->kind == FR_EX_COLUMN) {
-        /* A bound filter names columns of the read's schema, all of them decoded. */
-        if (e->column < 0 || e->column >= ncols || map[e->column] < 0) return NULL;
-        c->column = map[e->column];
-    }
-    if (e->nargs > 0) {
-        c->args = fr_arena_alloc(a, (size_t)e->nargs * sizeof *c->args);
-        if (!c->args) return NULL;
-        for (int i = 0; i < e->nargs; i++) {
-            c->args[i] = remap_expr(a, e->args[i], map, ncols, depth + 1);
-            if (!c->args[i]) return NULL;
-        }
-    }
-    return c;
-}
-
 static int reader_columns(log_reader *rd, uint8_t *used, fr_error *err)
 {
     const fr_log_read *r = rd->r;
@@ -181,7 +159,9 @@ static int reader_setup(log_reader *rd, fr_error *err)
         FR_GOTO(fr_schema_project(r->schema, rd->needed, rd->nneeded, &rd->proj_schema, err));
         if (r->filter) {
             rd->arena = fr_arena_new(4096);
-            fr_expr *e = rd->arena ? remap_expr(rd->arena, r->filter, map, rd->ncols, 0) : NULL;
+            fr_expr *e = rd->arena ? fr_expr_remap_columns(rd->arena, r->filter, map,
+                                                           rd->ncols)
+                                   : NULL;
             if (!e) {
                 rc = fr_fail(err, rd->arena ? FR_EINVAL : FR_ENOMEM,
                              "log read: cannot copy the filter (out of memory, or not bound "
