@@ -127,6 +127,24 @@ static int copy_value(fr_arena *a, const fr_value *v, fr_value *out, fr_error *e
 }
 
 /* Describes a closed Parquet file for the manifest. */
+/* Encodes v as an Iceberg bound (single-value serialization) into the commit's arena:
+ * *out and *len stay as they are (absent) when the bound is skipped (a string upper bound
+ * that cannot be cut). scratch is the caller's buffer, reused across calls. */
+static int bound_copy(fr_iceberg_commit *c, const fr_value *v, bool upper, fr_buf *scratch,
+                      const uint8_t **out, int32_t *len, fr_error *err)
+{
+    bool skip;
+    fr_buf_reset(scratch);
+    FR_TRY(fr_ice_bound_encode(v, upper, scratch, &skip, err));
+    if (skip) return 0;
+    uint8_t *p = fr_arena_alloc(c->arena, scratch->len ? scratch->len : 1);
+    FR_CHECK(p, FR_ENOMEM, err, "out of memory in a commit");
+    if (scratch->len) memcpy(p, scratch->data, scratch->len);
+    *out = p;
+    *len = (int32_t)scratch->len;
+    return 0;
+}
+
 static int describe_file(fr_iceberg_commit *c, const ice_side *s, const ice_writer *w,
                          const fr_parquet_file_info *info, fr_error *err)
 {
@@ -153,20 +171,8 @@ static int describe_file(fr_iceberg_commit *c, const ice_side *s, const ice_writ
         *o = (fr_ice_col_stat){.field_id = s->ids[i], .size = cs->bytes, .values = cs->values,
                                .nulls = cs->nulls};
         if (!cs->has_minmax) continue;
-        for (int k = 0; k < 2; k++) {
-            bool skip;
-            fr_buf_reset(&b);
-            FR_GOTO(fr_ice_bound_encode(k ? &cs->max : &cs->min, k == 1, &b, &skip, err));
-            if (skip) continue;
-            uint8_t *p = fr_arena_alloc(c->arena, b.len ? b.len : 1);
-            if (!p) {
-                rc = fr_fail(err, FR_ENOMEM, "out of memory in a commit");
-                goto fail;
-            }
-            if (b.len) memcpy(p, b.data, b.len);
-            if (k) o->upper = p, o->upper_len = (int32_t)b.len;
-            else o->lower = p, o->lower_len = (int32_t)b.len;
-        }
+        FR_GOTO(bound_copy(c, &cs->min, false, &b, &o->lower, &o->lower_len, err));
+        FR_GOTO(bound_copy(c, &cs->max, true, &b, &o->upper, &o->upper_len, err));
     }
     for (int i = 0; i < info->nrow_groups; i++) f->splits[i] = info->row_group_offsets[i];
     f->nsplits = info->nrow_groups;
@@ -410,20 +416,9 @@ static int summarize(fr_iceberg_commit *c, const fr_ice_file *v, int n, fr_ice_m
             if (!lo || (fr_value_compare(x, lo, &cmp, NULL) == 0 && cmp < 0)) lo = x;
             if (!hi || (fr_value_compare(x, hi, &cmp, NULL) == 0 && cmp > 0)) hi = x;
         }
-        for (int k = 0; lo && k < 2; k++) {
-            bool skip;
-            fr_buf_reset(&b);
-            FR_GOTO(fr_ice_bound_encode(k ? hi : lo, k == 1, &b, &skip, err));
-            if (skip) continue;
-            uint8_t *p = fr_arena_alloc(c->arena, b.len ? b.len : 1);
-            if (!p) {
-                rc = fr_fail(err, FR_ENOMEM, "out of memory in a commit");
-                goto fail;
-            }
-            if (b.len) memcpy(p, b.data, b.len);
-            if (k) fs->upper = p, fs->upper_len = (int32_t)b.len;
-            else fs->lower = p, fs->lower_len = (int32_t)b.len;
-        }
+        if (!lo) continue;
+        FR_GOTO(bound_copy(c, lo, false, &b, &fs->lower, &fs->lower_len, err));
+        FR_GOTO(bound_copy(c, hi, true, &b, &fs->upper, &fs->upper_len, err));
     }
 fail:
     fr_buf_free(&b);
