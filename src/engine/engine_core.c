@@ -735,23 +735,23 @@ static int part_retention(fr_table *t, fr_tpart *p, int64_t now_ms, int *removed
     return rc;
 }
 
+typedef struct retention_ctx {
+    fr_table *t;
+    int64_t now_ms;
+    int *removed;
+} retention_ctx;
+
+static int part_retention_of(void *ctx, fr_tpart *p, fr_error *err)
+{
+    const retention_ctx *r = ctx;
+    return part_retention(r->t, p, r->now_ms, r->removed, err);
+}
+
 static int table_retention(fr_table *t, int64_t now_ms, int *removed, fr_error *err)
 {
     if (t->conf.npart == 0) return part_retention(t, NULL, now_ms, removed, err);
-    fr_tpart **parts = NULL;
-    int n = 0;
-    FR_TRY(fr_table_parts_snapshot(t, &parts, &n, err));
-    int rc = FR_OK;
-    for (int i = 0; i < n; i++) {
-        fr_error e2 = {0};
-        int r = part_retention(t, parts[i], now_ms, removed, &e2);
-        if (r < 0 && rc == FR_OK) {
-            rc = r;
-            *err = e2;
-        }
-    }
-    fr_tparts_release(parts, n);
-    return rc;
+    retention_ctx r = {t, now_ms, removed};
+    return fr_table_each_part(t, part_retention_of, &r, err);
 }
 
 int fr_engine_tables_snapshot(fr_engine *e, fr_table ***out, int *count, fr_error *err)

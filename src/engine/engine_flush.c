@@ -36,23 +36,16 @@ static int flush_logs(pthread_mutex_t *mu, fr_log **logs, int nbuckets, fr_error
     return rc;
 }
 
+static int flush_part(void *ctx, fr_tpart *p, fr_error *err)
+{
+    (void)ctx;
+    return flush_logs(&p->mu, p->logs, p->nbuckets, err);
+}
+
 static int flush_table(fr_table *t, fr_error *err)
 {
     if (t->conf.npart == 0) return flush_logs(&t->mu, t->logs, t->conf.nbuckets, err);
-    fr_tpart **parts = NULL;
-    int n = 0;
-    FR_TRY(fr_table_parts_snapshot(t, &parts, &n, err));
-    int rc = FR_OK;
-    for (int i = 0; i < n; i++) {
-        fr_error e2 = {0};
-        int r = flush_logs(&parts[i]->mu, parts[i]->logs, parts[i]->nbuckets, &e2);
-        if (r < 0 && rc == FR_OK) {
-            rc = r;
-            if (err) *err = e2;
-        }
-    }
-    fr_tparts_release(parts, n);
-    return rc;
+    return fr_table_each_part(t, flush_part, NULL, err);
 }
 
 /* Runs fn over every table of a snapshot; keeps going past a failure (the first error is
@@ -112,24 +105,23 @@ static int flush_kvs(const fr_engine_options *o, bool all, pthread_mutex_t *mu, 
     return rc;
 }
 
+typedef struct kv_flush_ctx {
+    const fr_engine_options *o;
+    bool all;
+} kv_flush_ctx;
+
+static int flush_part_kvs(void *ctx, fr_tpart *p, fr_error *err)
+{
+    const kv_flush_ctx *k = ctx;
+    return flush_kvs(k->o, k->all, &p->mu, p->kvs, p->nbuckets, err);
+}
+
 static int flush_table_kvs(const fr_engine_options *o, bool all, fr_table *t, fr_error *err)
 {
     if (t->conf.npk == 0) return FR_OK;
     if (t->conf.npart == 0) return flush_kvs(o, all, &t->mu, t->kvs, t->conf.nbuckets, err);
-    fr_tpart **parts = NULL;
-    int n = 0;
-    FR_TRY(fr_table_parts_snapshot(t, &parts, &n, err));
-    int rc = FR_OK;
-    for (int i = 0; i < n; i++) {
-        fr_error e2 = {0};
-        int r = flush_kvs(o, all, &parts[i]->mu, parts[i]->kvs, parts[i]->nbuckets, &e2);
-        if (r < 0 && rc == FR_OK) {
-            rc = r;
-            if (err) *err = e2;
-        }
-    }
-    fr_tparts_release(parts, n);
-    return rc;
+    kv_flush_ctx k = {o, all};
+    return fr_table_each_part(t, flush_part_kvs, &k, err);
 }
 
 static int flush_table_kvs_due(fr_engine *e, fr_table *t, fr_error *err)

@@ -219,6 +219,10 @@ void fr_table_parts_clear(fr_table *t);
  * fr_tparts_release. */
 int fr_table_parts_snapshot(fr_table *t, fr_tpart ***out, int *count, fr_error *err);
 void fr_tparts_release(fr_tpart **parts, int count);
+/* Runs fn over every partition of such a snapshot; keeps going past a failure, and returns
+ * the first error (in err, which may be NULL). */
+int fr_table_each_part(fr_table *t, int (*fn)(void *ctx, fr_tpart *p, fr_error *err),
+                       void *ctx, fr_error *err);
 /* The partition whose canonical values are `values` (retained), or NULL. */
 fr_tpart *fr_table_find_part(fr_table *t, char *const *values);
 fr_tpart *fr_table_find_part_id(fr_table *t, int64_t id);

@@ -287,6 +287,25 @@ void fr_tparts_release(fr_tpart **parts, int count)
     fr_free(parts);
 }
 
+int fr_table_each_part(fr_table *t, int (*fn)(void *ctx, fr_tpart *p, fr_error *err),
+                       void *ctx, fr_error *err)
+{
+    fr_tpart **parts = NULL;
+    int n = 0;
+    FR_TRY(fr_table_parts_snapshot(t, &parts, &n, err));
+    int rc = FR_OK;
+    for (int i = 0; i < n; i++) {
+        fr_error e2 = {0};
+        int r = fn(ctx, parts[i], &e2);
+        if (r < 0 && rc == FR_OK) {
+            rc = r;
+            if (err) *err = e2;
+        }
+    }
+    fr_tparts_release(parts, n);
+    return rc;
+}
+
 /* Index of the first partition whose name is >= name (parts_mu or the engine's mu held). */
 static int lower_bound(const fr_table *t, const char *name)
 {
