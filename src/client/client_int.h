@@ -61,6 +61,23 @@ int fr_cnet_call(fr_cnet *n, fr_rpc_api api, const ProtobufCMessage *req, int64_
                  unsigned flags, fr_cnet_part_fn on_part, void *ctx, ProtobufCMessage **resp,
                  bool *stopped, fr_error *err);
 
+/* A request sent whose answer is taken later (a scanner's prefetched fetch): the caller
+ * goes on meanwhile. Owned by the caller (fr_cnet_pending_free), used by one thread at a
+ * time; not for streamed answers. */
+typedef struct fr_cnet_pending fr_cnet_pending;
+
+/* Sends req as fr_cnet_call does, without waiting for the answer, and without retries (a
+ * failed prefetch is simply made again as a call). */
+int fr_cnet_start(fr_cnet *n, fr_rpc_api api, const ProtobufCMessage *req, int64_t wait_ms,
+                  fr_cnet_pending **out, fr_error *err);
+/* Waits at most timeout_ms for p's answer: FR_OK with *resp (the caller's: fr_rpc_free)
+ * once it came, FR_OK with *resp NULL while it has not; or the failure, as fr_cnet_call
+ * gives it. After an answer or a failure, p has nothing more to give. */
+int fr_cnet_wait(fr_cnet_pending *p, int64_t timeout_ms, ProtobufCMessage **resp,
+                 fr_error *err);
+/* Forgets p, answered or not (an answer still to come is dropped). NULL is ignored. */
+void fr_cnet_pending_free(fr_cnet_pending *p);
+
 /* The largest request frame the server takes (from its API_VERSIONS answer). */
 int64_t fr_cnet_server_frame_max(fr_cnet *n);
 /* Connections made so far (1 after open; more after reconnections), for tests. */

@@ -31,7 +31,8 @@ typedef struct cnet_frame {
     fr_rpc_result result;
     int32_t request_id;
     size_t len;
-    uint8_t body[];
+    uint8_t *body;  /* into block */
+    uint8_t *block; /* owned: the reader's buffer, taken whole, or a copy of the body */
 } cnet_frame;
 
 typedef struct cnet_call {
@@ -290,9 +291,42 @@ static void lost(fr_cnet *n, uint64_t gen, const fr_error *why)
     pthread_mutex_unlock(&n->mu);
 }
 
+static void frame_free(cnet_frame *f)
+{
+    if (!f) return;
+    fr_free(f->block);
+    fr_free(f);
+}
+
+/* Keeps frame f, just taken from r: a large frame alone in the buffer takes the buffer (a
+ * long poll's megabytes are not copied again), others are copied. NULL: out of memory. */
+static cnet_frame *frame_new(fr_rpc_reader *r, const fr_rpc_frame *f)
+{
+    cnet_frame *cf = fr_calloc(1, sizeof *cf);
+    if (!cf) return NULL;
+    cf->result = f->result;
+    cf->request_id = f->request_id;
+    cf->len = f->body_len;
+    if (f->body_len == 0) return cf;
+    cf->block = fr_rpc_reader_take(r, f);
+    if (cf->block) {
+        cf->body = (uint8_t *)f->body;
+        return cf;
+    }
+    cf->block = fr_malloc(f->body_len);
+    if (!cf->block) {
+        fr_free(cf);
+        return NULL;
+    }
+    memcpy(cf->block, f->body, f->body_len);
+    cf->body = cf->block;
+    return cf;
+}
+
 /* Hands one frame to its call (a frame for no call, e.g. of a call that gave up, is
  * dropped). Returns < 0 when the connection must end. */
-static int dispatch(fr_cnet *n, uint64_t gen, const fr_rpc_frame *f, fr_error *err)
+static int dispatch(fr_cnet *n, uint64_t gen, fr_rpc_reader *r, const fr_rpc_frame *f,
+                    fr_error *err)
 {
     if (f->request_id == FR_RPC_CONNECTION_REQUEST_ID) {
         ProtobufCMessage *m = NULL;
@@ -302,18 +336,13 @@ static int dispatch(fr_cnet *n, uint64_t gen, const fr_rpc_frame *f, fr_error *e
         fr_rpc_free(m);
         return rc;
     }
-    cnet_frame *cf = fr_malloc(sizeof *cf + f->body_len);
+    cnet_frame *cf = frame_new(r, f);
     FR_CHECK(cf, FR_ENOMEM, err, "out of memory for a response of %zu bytes", f->body_len);
-    cf->next = NULL;
-    cf->result = f->result;
-    cf->request_id = f->request_id;
-    cf->len = f->body_len;
-    if (f->body_len) memcpy(cf->body, f->body, f->body_len);
     pthread_mutex_lock(&n->mu);
     for (;;) {
         cnet_call *c = find_call(n, f->request_id, gen);
         if (!c || n->closing) {
-            fr_free(cf);
+            frame_free(cf);
             break;
         }
         if (f->result == FR_RPC_PART && c->queued >= (size_t)n->o.stream_buffer_bytes) {
@@ -357,7 +386,7 @@ static void *reader_main(void *arg)
             fr_rpc_frame f;
             int k;
             while ((k = fr_rpc_reader_next(r, &f, &err)) == 1)
-                if (dispatch(n, gen, &f, &err) < 0) break;
+                if (dispatch(n, gen, r, &f, &err) < 0) break;
             if (k != 0) break;
         }
     }
@@ -556,7 +585,7 @@ static int receive(fr_cnet *n, fr_rpc_api api, cnet_call *call, int64_t deadline
         ProtobufCMessage *m = NULL;
         int rc = fr_rpc_response_unpack(api, &f, &m, err);
         fr_rpc_result result = fr->result;
-        fr_free(fr);
+        frame_free(fr);
         if (rc < 0) return rc;
         if (result == FR_RPC_ERROR) {
             const Firth__Error *e = (const Firth__Error *)m;
@@ -595,19 +624,18 @@ static void unlink_call(fr_cnet *n, cnet_call *call)
     }
     for (cnet_frame *f = call->head, *next; f; f = next) {
         next = f->next;
-        fr_free(f);
+        frame_free(f);
     }
     call->head = call->tail = NULL;
     pthread_cond_broadcast(&n->state_cv);
     pthread_cond_broadcast(&n->drain_cv);
 }
 
-static int call_once(fr_cnet *n, fr_rpc_api api, const ProtobufCMessage *req, int64_t wait_ms,
-                     fr_cnet_part_fn on_part, void *ctx, ProtobufCMessage **resp,
-                     bool *stopped, call_state *st, fr_error *err)
+/* Registers call (its cv initialized) and sends req: FR_OK once sent, else the failure. The
+ * call is unlinked by call_end whatever happened here. */
+static int call_send(fr_cnet *n, fr_rpc_api api, const ProtobufCMessage *req, cnet_call *call,
+                     call_state *st, fr_error *err)
 {
-    cnet_call call = {0};
-    cond_init_mono(&call.cv);
     int64_t start = fr_monotonic_ns();
     pthread_mutex_lock(&n->mu);
     int rc = ensure_connected(n, start + n->o.connect_timeout_ms * 1000000, err);
@@ -621,29 +649,28 @@ static int call_once(fr_cnet *n, fr_rpc_api api, const ProtobufCMessage *req, in
     if (rc < 0) {
         st->retriable = rc == FR_EIO;
         pthread_mutex_unlock(&n->mu);
-        pthread_cond_destroy(&call.cv);
         return rc;
     }
-    call.id = n->next_id;
+    call->id = n->next_id;
     n->next_id = n->next_id == INT32_MAX ? 1 : n->next_id + 1;
-    call.gen = n->gen;
+    call->gen = n->gen;
     int fd = n->fd;
     int64_t frame_max = n->server_frame_max;
-    call.next = n->pending;
-    n->pending = &call;
+    call->next = n->pending;
+    n->pending = call;
     n->npending++;
     pthread_mutex_unlock(&n->mu);
 
     /* The request's record batches are sent from where they are, not copied into it. */
     fr_rpc_gather out;
     fr_rpc_gather_init(&out);
-    rc = fr_rpc_write_request_gather(&out, api, 0, call.id, req, frame_max, err);
+    rc = fr_rpc_write_request_gather(&out, api, 0, call->id, req, frame_max, err);
     if (rc == 0) {
         /* Only on the connection the call was registered with: a newer one may have taken
          * the old descriptor's number. */
         pthread_mutex_lock(&n->send_mu);
         pthread_mutex_lock(&n->mu);
-        bool same = n->connected && n->gen == call.gen;
+        bool same = n->connected && n->gen == call->gen;
         pthread_mutex_unlock(&n->mu);
         rc = same ? send_iov(fd, out.iov, out.niov, err)
                   : fr_fail(err, FR_EIO, "connection to %s:%d lost before sending", n->host,
@@ -655,20 +682,93 @@ static int call_once(fr_cnet *n, fr_rpc_api api, const ProtobufCMessage *req, in
              * the reader thread has seen it end. */
             fr_error why = {0};
             if (err) why = *err;
-            if (same) lost(n, call.gen, &why);
+            if (same) lost(n, call->gen, &why);
             st->retriable = true;
         }
     }
     fr_rpc_gather_free(&out);
+    return rc;
+}
+
+/* Forgets call (sent or not): its frames are dropped, later ones are too. */
+static void call_end(fr_cnet *n, cnet_call *call)
+{
+    pthread_mutex_lock(&n->mu);
+    unlink_call(n, call);
+    pthread_mutex_unlock(&n->mu);
+    pthread_cond_destroy(&call->cv);
+}
+
+static int call_once(fr_cnet *n, fr_rpc_api api, const ProtobufCMessage *req, int64_t wait_ms,
+                     fr_cnet_part_fn on_part, void *ctx, ProtobufCMessage **resp,
+                     bool *stopped, call_state *st, fr_error *err)
+{
+    cnet_call call = {0};
+    cond_init_mono(&call.cv);
+    int rc = call_send(n, api, req, &call, st, err);
     if (rc == 0) {
         int64_t deadline = fr_monotonic_ns() + (n->o.request_timeout_ms + wait_ms) * 1000000;
         rc = receive(n, api, &call, deadline, on_part, ctx, resp, stopped, st, err);
     }
-    pthread_mutex_lock(&n->mu);
-    unlink_call(n, &call);
-    pthread_mutex_unlock(&n->mu);
-    pthread_cond_destroy(&call.cv);
+    call_end(n, &call);
     return rc;
+}
+
+struct fr_cnet_pending {
+    fr_cnet *n;
+    fr_rpc_api api;
+    int64_t deadline_ns; /* no answer by then: the connection is taken as stuck */
+    bool ended;          /* answered, or failed: nothing more to wait for */
+    cnet_call call;
+};
+
+int fr_cnet_start(fr_cnet *n, fr_rpc_api api, const ProtobufCMessage *req, int64_t wait_ms,
+                  fr_cnet_pending **out, fr_error *err)
+{
+    *out = NULL;
+    FR_TRY(fr_rpc_request_check(api, req, err));
+    fr_cnet_pending *p = fr_calloc(1, sizeof *p);
+    FR_CHECK(p, FR_ENOMEM, err, "out of memory sending %s", fr_rpc_api_name(api));
+    p->n = n;
+    p->api = api;
+    cond_init_mono(&p->call.cv);
+    call_state st = {0};
+    int rc = call_send(n, api, req, &p->call, &st, err);
+    if (rc < 0) {
+        call_end(n, &p->call);
+        fr_free(p);
+        return rc;
+    }
+    p->deadline_ns = fr_monotonic_ns() + (n->o.request_timeout_ms + wait_ms) * 1000000;
+    *out = p;
+    return FR_OK;
+}
+
+int fr_cnet_wait(fr_cnet_pending *p, int64_t timeout_ms, ProtobufCMessage **resp,
+                 fr_error *err)
+{
+    *resp = NULL;
+    FR_CHECK(!p->ended, FR_ESTATE, err, "%s: the answer was already taken",
+             fr_rpc_api_name(p->api));
+    fr_cnet *n = p->n;
+    int64_t until = fr_monotonic_ns() + (timeout_ms > 0 ? timeout_ms : 0) * 1000000;
+    if (until > p->deadline_ns) until = p->deadline_ns;
+    pthread_mutex_lock(&n->mu);
+    while (!p->call.head && !p->call.lost && fr_monotonic_ns() < until)
+        wait_until(&p->call.cv, &n->mu, until);
+    bool ready = p->call.head || p->call.lost;
+    pthread_mutex_unlock(&n->mu);
+    if (!ready && fr_monotonic_ns() < p->deadline_ns) return FR_OK; /* not yet */
+    call_state st = {0};
+    p->ended = true;
+    return receive(n, p->api, &p->call, p->deadline_ns, NULL, NULL, resp, NULL, &st, err);
+}
+
+void fr_cnet_pending_free(fr_cnet_pending *p)
+{
+    if (!p) return;
+    call_end(p->n, &p->call);
+    fr_free(p);
 }
 
 int fr_cnet_call(fr_cnet *n, fr_rpc_api api, const ProtobufCMessage *req, int64_t wait_ms,

@@ -38,6 +38,7 @@ struct firth_scanner {
     ssub *subs;
     int nsubs, cap;
     bool follow_all;      /* subscribed to every partition: take new ones */
+    fr_cnet_pending *ahead; /* remote: a fetch from the positions after the last answer */
     int follow_bucket;
     int64_t discovered_ns;
 };
@@ -142,9 +143,17 @@ int firth_scanner_open(firth_client *c, const char *table, const firth_scanner_o
     return FIRTH_OK;
 }
 
+/* Forgets the fetch sent ahead: the subscriptions or their positions changed. */
+static void ahead_drop(firth_scanner *s)
+{
+    fr_cnet_pending_free(s->ahead);
+    s->ahead = NULL;
+}
+
 void firth_scanner_close(firth_scanner *s)
 {
     if (!s) return;
+    ahead_drop(s);
     for (int i = 0; i < s->nsubs; i++) fr_free(s->subs[i].pname);
     fr_free(s->subs);
     fr_rfetch_free(&s->plan);
@@ -231,6 +240,7 @@ static int add_subs(firth_scanner *s, const fr_cpart *parts, int nparts, int buc
             buckets[n++] = b;
         }
     if (rc == 0) rc = start_offsets(s, pids, buckets, n, start, value, pos, err);
+    if (rc == 0) ahead_drop(s);
     if (rc == 0 && s->nsubs + n > s->cap) {
         int ncap = s->nsubs + n + 8;
         ssub *grown = fr_realloc(s->subs, sizeof *grown * (size_t)ncap);
@@ -309,6 +319,7 @@ int firth_scanner_unsubscribe(firth_scanner *s, const char *partition, int bucke
         else s->subs[k++] = *sub;
     }
     s->nsubs = k;
+    ahead_drop(s);
     if (!partition) s->follow_all = false;
     return FIRTH_OK;
 }
@@ -350,68 +361,121 @@ static int discover(firth_scanner *s, fr_error *err)
 
 static void drop_sub(firth_scanner *s, int i)
 {
+    ahead_drop(s);
     fr_free(s->subs[i].pname);
     s->subs[i] = s->subs[--s->nsubs];
 }
 
 /* ---- polling ------------------------------------------------------------------------------------ */
 
-static int poll_remote(firth_scanner *s, int64_t timeout_ms, firth_scan_result *r,
-                       fr_error *err)
+/* The FETCH_LOG of every subscribed bucket from pos[i] (subs' order), in storage that
+ * lives as long as *f. */
+typedef struct fetch_req {
+    Firth__FetchLogRequest req;
+    Firth__FetchTable ft, *fts[1];
+    Firth__TablePath path;
+    Firth__FetchBucket *fb;
+    Firth__FetchBucket **fbp;
+} fetch_req;
+
+static void fetch_req_free(fetch_req *f)
+{
+    fr_free(f->fb);
+    fr_free(f->fbp);
+}
+
+static int fetch_req_build(firth_scanner *s, const int64_t *pos, int64_t wait_ms, fetch_req *f,
+                           fr_error *err)
 {
     int n = s->nsubs;
-    Firth__FetchLogRequest req = FIRTH__FETCH_LOG_REQUEST__INIT;
-    Firth__FetchTable ft = FIRTH__FETCH_TABLE__INIT, *fts[1] = {&ft};
-    Firth__TablePath path = FIRTH__TABLE_PATH__INIT;
-    Firth__FetchBucket *fb = fr_calloc((size_t)n, sizeof *fb);
-    Firth__FetchBucket **fbp = fr_calloc((size_t)n, sizeof *fbp);
-    bool *gone = fr_calloc((size_t)n, sizeof *gone);
-    ProtobufCMessage *m = NULL;
-    fr_rdecoded *d = NULL;
-    int nd = 0, dcap = 0, rc = FR_OK;
-    if (!fb || !fbp || !gone) {
-        rc = fr_fail(err, FR_ENOMEM, "out of memory polling");
-        goto fail;
+    *f = (fetch_req){.req = FIRTH__FETCH_LOG_REQUEST__INIT, .ft = FIRTH__FETCH_TABLE__INIT,
+                     .path = FIRTH__TABLE_PATH__INIT};
+    f->fb = fr_calloc((size_t)n + 1, sizeof *f->fb);
+    f->fbp = fr_calloc((size_t)n + 1, sizeof *f->fbp);
+    if (!f->fb || !f->fbp) {
+        fetch_req_free(f);
+        return fr_fail(err, FR_ENOMEM, "out of memory polling");
     }
-    fr_ctable_path(s->t, &path);
-    ft.path = &path;
-    ft.table_id = s->t->id;
+    fr_ctable_path(s->t, &f->path);
+    f->ft.path = &f->path;
+    f->ft.table_id = s->t->id;
     if (!s->plan.all_columns || s->plan.ncols != fr_schema_num_fields(s->t->schema)) {
-        ft.projection = (int32_t *)s->plan.cols;
-        ft.n_projection = (size_t)s->plan.ncols;
+        f->ft.projection = (int32_t *)s->plan.cols;
+        f->ft.n_projection = (size_t)s->plan.ncols;
     }
-    ft.filter = s->plan.filter_text ? s->plan.filter_text : "";
+    f->ft.filter = s->plan.filter_text ? s->plan.filter_text : "";
     for (int i = 0; i < n; i++) {
-        firth__fetch_bucket__init(&fb[i]);
-        fb[i].partition_id = s->subs[i].pid;
-        fb[i].bucket = s->subs[i].bucket;
-        fb[i].fetch_offset = s->subs[i].pos;
-        fbp[i] = &fb[i];
+        firth__fetch_bucket__init(&f->fb[i]);
+        f->fb[i].partition_id = s->subs[i].pid;
+        f->fb[i].bucket = s->subs[i].bucket;
+        f->fb[i].fetch_offset = pos ? pos[i] : s->subs[i].pos;
+        f->fbp[i] = &f->fb[i];
     }
-    ft.buckets = fbp;
-    ft.n_buckets = (size_t)n;
-    req.tables = fts;
-    req.n_tables = 1;
-    int64_t wait = timeout_ms < FR_RPC_WAIT_MS_MAX ? timeout_ms : FR_RPC_WAIT_MS_MAX;
-    req.max_wait_ms = (int32_t)wait;
-    req.min_bytes = wait > 0 ? 1 : 0;
-    req.max_bytes = (int32_t)(s->max_bytes < INT32_MAX ? s->max_bytes : INT32_MAX);
-    FR_GOTO(fr_cnet_call(s->client->net, FR_RPC_FETCH_LOG, &req.base, wait, FR_CNET_RETRY, NULL,
-                         NULL, &m, NULL, err));
+    f->ft.buckets = f->fbp;
+    f->ft.n_buckets = (size_t)n;
+    f->fts[0] = &f->ft;
+    f->req.tables = f->fts;
+    f->req.n_tables = 1;
+    int64_t wait = wait_ms < FR_RPC_WAIT_MS_MAX ? wait_ms : FR_RPC_WAIT_MS_MAX;
+    f->req.max_wait_ms = (int32_t)wait;
+    f->req.min_bytes = wait > 0 ? 1 : 0;
+    f->req.max_bytes = (int32_t)(s->max_bytes < INT32_MAX ? s->max_bytes : INT32_MAX);
+    return FR_OK;
+}
+
+/* The table's result of a FETCH_LOG answer, checked against the subscriptions. */
+static int fetch_result(const firth_scanner *s, const ProtobufCMessage *m,
+                        const Firth__FetchTableResult **out, fr_error *err)
+{
     const Firth__FetchLogResponse *resp = (const Firth__FetchLogResponse *)m;
-    if (resp->n_tables != 1) {
-        rc = fr_fail(err, FR_ECORRUPT, "fetch_log: %zu tables in the answer", resp->n_tables);
-        goto fail;
-    }
+    FR_CHECK(resp->n_tables == 1, FR_ECORRUPT, err, "fetch_log: %zu tables in the answer",
+             resp->n_tables);
     const Firth__FetchTableResult *tr = resp->tables[0];
-    if (tr->error && tr->error->code) {
-        rc = fr_rpc_error_get(tr->error, "fetch_log", err);
-        goto fail;
+    if (tr->error && tr->error->code) return fr_rpc_error_get(tr->error, "fetch_log", err);
+    FR_CHECK(tr->n_buckets == (size_t)s->nsubs, FR_ECORRUPT, err,
+             "fetch_log: %zu bucket results for %d", tr->n_buckets, s->nsubs);
+    *out = tr;
+    return FR_OK;
+}
+
+/* Sends the next fetch before this answer is decoded, so that the server reads and sends
+ * it while the client decodes (a consumer that keeps up then rarely waits a round trip).
+ * Only after an answer with records and no bucket errors: the positions that follow are
+ * then each bucket's next_offset. A failure to send is not an error: the next poll fetches
+ * as usual. */
+static void ahead_send(firth_scanner *s, const Firth__FetchTableResult *tr, int64_t wait_ms)
+{
+    bool any = false;
+    for (size_t i = 0; i < tr->n_buckets; i++) {
+        const Firth__FetchBucketResult *b = tr->buckets[i];
+        if (b->error && b->error->code) return;
+        any |= b->records.len > 0;
     }
-    if (tr->n_buckets != (size_t)n) {
-        rc = fr_fail(err, FR_ECORRUPT, "fetch_log: %zu bucket results for %d", tr->n_buckets, n);
-        goto fail;
+    int64_t *pos = any ? fr_malloc(sizeof *pos * ((size_t)s->nsubs + 1)) : NULL;
+    if (!pos) return;
+    for (int i = 0; i < s->nsubs; i++) {
+        int64_t next = tr->buckets[i]->next_offset;
+        pos[i] = next > s->subs[i].pos ? next : s->subs[i].pos;
     }
+    fetch_req f;
+    fr_error e = {0};
+    if (fetch_req_build(s, pos, wait_ms, &f, &e) == 0) {
+        if (fr_cnet_start(s->client->net, FR_RPC_FETCH_LOG, &f.req.base, f.req.max_wait_ms,
+                          &s->ahead, &e) < 0)
+            s->ahead = NULL;
+        fetch_req_free(&f);
+    }
+    fr_free(pos);
+}
+
+/* Decodes the answer's batches into r and moves the positions past them. */
+static int fetch_apply(firth_scanner *s, const Firth__FetchTableResult *tr,
+                       firth_scan_result *r, fr_error *err)
+{
+    int n = s->nsubs, nd = 0, dcap = 0, rc = FR_OK;
+    fr_rdecoded *d = NULL;
+    bool *gone = fr_calloc((size_t)n + 1, sizeof *gone);
+    FR_CHECK(gone, FR_ENOMEM, err, "out of memory polling");
     for (int i = 0; i < n; i++) {
         const Firth__FetchBucketResult *b = tr->buckets[i];
         ssub *sub = &s->subs[i];
@@ -444,10 +508,59 @@ static int poll_remote(firth_scanner *s, int64_t timeout_ms, firth_scan_result *
         if (gone[i]) drop_sub(s, i);
 fail:
     fr_rdecoded_free(d, nd);
-    fr_rpc_free(m);
-    fr_free(fb);
-    fr_free(fbp);
     fr_free(gone);
+    return rc;
+}
+
+/* The answer to the fetch sent ahead, when it came within timeout_ms (*m NULL otherwise, or
+ * when it failed: the caller then fetches afresh). */
+static void ahead_take(firth_scanner *s, int64_t timeout_ms, ProtobufCMessage **m)
+{
+    *m = NULL;
+    fr_error e = {0};
+    int rc = fr_cnet_wait(s->ahead, timeout_ms, m, &e);
+    if (rc == 0 && !*m) return; /* still on its way */
+    if (rc < 0) FR_DEBUG("scanner: the fetch sent ahead failed (%s); fetching again", e.msg);
+    ahead_drop(s);
+}
+
+/* One long poll: the answer of the fetch sent ahead when there is one, else a fetch now. */
+static int poll_remote(firth_scanner *s, int64_t timeout_ms, firth_scan_result *r,
+                       fr_error *err)
+{
+    int64_t deadline = fr_monotonic_ns() + timeout_ms * 1000000;
+    ProtobufCMessage *m = NULL;
+    const Firth__FetchTableResult *tr = NULL;
+    int rc = FR_OK;
+    if (s->ahead) {
+        ahead_take(s, timeout_ms, &m);
+        if (s->ahead) return FR_OK; /* nothing came in time */
+        /* An empty answer (its wait ran out) leaves the rest of this poll's to a new fetch. */
+        if (m && fetch_result(s, m, &tr, err) == 0 && tr->n_buckets > 0 &&
+            fr_monotonic_ns() < deadline) {
+            bool any = false;
+            for (size_t i = 0; i < tr->n_buckets; i++)
+                any |= tr->buckets[i]->records.len > 0 || tr->buckets[i]->error;
+            if (!any) {
+                fr_rpc_free(m);
+                m = NULL;
+            }
+        }
+    }
+    if (!m) {
+        int64_t left = (deadline - fr_monotonic_ns()) / 1000000;
+        fetch_req f;
+        FR_TRY(fetch_req_build(s, NULL, left > 0 ? left : 0, &f, err));
+        rc = fr_cnet_call(s->client->net, FR_RPC_FETCH_LOG, &f.req.base, f.req.max_wait_ms,
+                          FR_CNET_RETRY, NULL, NULL, &m, NULL, err);
+        fetch_req_free(&f);
+        if (rc < 0) return rc;
+    }
+    rc = fetch_result(s, m, &tr, err);
+    if (rc == 0) ahead_send(s, tr, timeout_ms);
+    if (rc == 0) rc = fetch_apply(s, tr, r, err);
+    if (rc < 0) ahead_drop(s);
+    fr_rpc_free(m);
     return rc;
 }
 
