@@ -22,9 +22,12 @@
  * changelog each engine writes are documented in docs/TABLES.md ("Merge engines",
  * "Changelog").
  *
- * Thread: any. Writes to one fr_kv are serialized inside (the log append included); reads
- * (lookups, scans) run concurrently with writes and see the state as of the last completed
- * write. */
+ * Thread: any. Writes to one fr_kv compute their records and append them to the log one
+ * at a time, then wait for the log's fsync without the store's lock (the next write
+ * computes and appends meanwhile, and one fsync covers several) and apply their rows to
+ * RocksDB in the order of their appends; reads (lookups, scans) run concurrently with
+ * writes and see the state as of the last applied write, never a change that is not yet
+ * durable. */
 #ifndef FIRTH_KV_H
 #define FIRTH_KV_H
 

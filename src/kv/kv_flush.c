@@ -10,9 +10,10 @@
  * in RocksDB's files afterwards. A log segment is removed only while writes are paused and
  * the persisted offset equals the log's end, so every removed segment ends at or below it.
  *
- * Locks: flush_mu serializes flushes; the retention holds mu (no write, so no append, runs)
- * and then flush_mu. dirty_since_ms is cleared before a flush reads the offset it will
- * persist, so a write applied after that read sets it again and is not forgotten. */
+ * Locks: flush_mu serializes flushes; the retention holds mu (no write, so no append, runs),
+ * lets the writes in flight finish, and then takes flush_mu. dirty_since_ms is cleared
+ * before a flush reads the offset it will persist, so a write applied after that read sets
+ * it again and is not forgotten. */
 #include "kv/kv_int.h"
 
 int64_t kv_now_ms(void)
@@ -91,6 +92,9 @@ int fr_kv_enforce_log_retention(fr_kv *kv, int64_t now_ms, int *removed, fr_erro
     if (kv->failed)
         rc = fr_fail(err, FR_ESTATE, "%s: a RocksDB write failed; the log keeps its segments "
                      "until the table is reopened", kv->name);
+    /* Writes in flight are in the log but maybe not yet in the state: they finish first
+     * (their applies take no lock held here). */
+    if (rc == FR_OK) rc = kv_drain_locked(kv, err);
     if (rc == FR_OK) rc = kv_flush_now(kv, err);
     /* With writes paused the applied offset is the log's end; a log appended to from
      * elsewhere would break that, and then nothing is removed. */

@@ -8,11 +8,14 @@
  * (rows + meta) inside one memtable, so whatever RocksDB persists is a consistent prefix of
  * the write batches even with its WAL off.
  *
- * Locking: fr_kv.mu serializes writes (and everything a write touches: the pending table,
- * the writer table, `failed`, mem_reported); reads take no lock and use RocksDB
- * snapshots. flush_mu serializes flushes (lock order: mu, then flush_mu). applied,
- * persisted, nkeys and dirty_since_ms are atomics so that readers may look at them without
- * a lock. */
+ * Locking: fr_kv.mu serializes the first half of writes (computing the records, the
+ * append to the log) and everything it touches: the pending table, the in-flight list,
+ * the writer table, written and written_nkeys. A write then waits for its changelog's
+ * durability with no lock held and applies its rows to RocksDB under apply_mu, in the
+ * order of its turn (the order of the appends); apply_mu also covers mem_reported. Reads
+ * take no lock and use RocksDB snapshots. flush_mu serializes flushes. Lock order: mu,
+ * then flush_mu or apply_mu; an applier takes no other lock. applied, persisted, nkeys,
+ * failed and dirty_since_ms are atomics so that readers may look at them without a lock. */
 #ifndef FIRTH_KV_INT_H
 #define FIRTH_KV_INT_H
 
@@ -62,12 +65,17 @@ typedef struct kv_pending {
 
 void kv_pending_free(kv_pending *p);
 void kv_pending_clear(kv_pending *p);
+/* Lets go of the values read from RocksDB (entries that the write did not change), so that
+ * a table kept past its write holds no memtable or block of RocksDB's. */
+void kv_pending_unpin(kv_pending *p);
 /* Makes room for n more keys, so that no entry moves while they are added. */
 int kv_pending_reserve(kv_pending *p, size_t n, fr_error *err);
 /* The entry of key; a new one (room reserved) starts absent and, when load, marked to be
  * read from RocksDB by kv_pending_load. Valid until the table is cleared. */
 int kv_pending_add(kv_pending *p, const uint8_t *key, size_t klen, bool load, kv_entry **out,
                    fr_error *err);
+/* The entry of key in p (hash: as kv_pending_add computes it), or NULL. */
+kv_entry *kv_pending_find(const kv_pending *p, const uint8_t *key, size_t klen, uint32_t hash);
 /* Reads the stored row of every entry marked to be read: batched MultiGets in key order
  * through ro (the latest state: writes are serialized). FR_EIO when RocksDB fails. */
 int kv_pending_load(kv_pending *p, rocksdb_t *db, rocksdb_column_family_handle_t *cf,
@@ -121,6 +129,25 @@ typedef struct kv_writer {
     uint64_t used; /* a clock for evicting the least recently used writer */
 } kv_writer;
 
+/* A write whose changelog is in the log and whose rows are not yet in RocksDB: it waits
+ * for the log's fsync, then applies them in its turn. Its pending table stays with it
+ * so that the writes computed meanwhile find its rows (the dirty entries) before RocksDB's.
+ * The list holds the in-flight writes of a store oldest first; done ones (applied or
+ * failed: their owner no longer touches them) are freed by the next write under mu. */
+typedef struct kv_inflight {
+    struct kv_inflight *next;
+    kv_pending rows;          /* the write's pending table */
+    rocksdb_writebatch_t *wb; /* its rows and the meta key, in key order */
+    fr_log_ticket ticket;
+    int64_t applied;          /* the log's end after its changelog */
+    int64_t nkeys;            /* the key count after it (-1: unknown) */
+    uint64_t turn;            /* its place in the order of applies */
+    atomic_bool done;
+} kv_inflight;
+
+/* Done in-flight writes kept for reuse (their slots and write batch), per store. */
+#define KV_INFLIGHT_SPARES 4
+
 struct fr_kv {
     char *name;
     char *dir;
@@ -145,7 +172,6 @@ struct fr_kv {
     rocksdb_options_t *opts;
     rocksdb_writeoptions_t *wopts;
     rocksdb_readoptions_t *ropts;
-    rocksdb_writebatch_t *wb; /* the write batch of every write (mu), cleared after each */
     fr_buf enc;               /* the encoded changelog of every write (mu) */
 
     fr_kv_env *env;    /* a reference */
@@ -153,21 +179,37 @@ struct fr_kv {
 
     pthread_mutex_t mu;
     pthread_mutex_t flush_mu; /* serializes flushes; taken after mu when both are held */
+    pthread_mutex_t apply_mu; /* the applies to RocksDB, one at a time in turn order */
+    pthread_cond_t apply_cond; /* signalled after every apply */
+    uint64_t apply_turn;      /* the turn of the next apply (apply_mu) */
+    uint64_t next_turn;       /* the turn of the next append (mu) */
+    kv_inflight *inflight, *inflight_last; /* oldest first (mu) */
+    kv_inflight *spares;      /* done ones kept for reuse (mu) */
+    int nspares;
+    int64_t written;          /* the log's end after the last write appended (mu) */
+    int64_t written_nkeys;    /* the key count after it (mu) */
     _Atomic int64_t applied;
     _Atomic int64_t persisted;      /* see fr_kv_persisted_offset */
     _Atomic int64_t dirty_since_ms; /* monotonic ms of the first write since the flush
                                        began that last cleared it; 0: none */
-    int64_t mem_reported;           /* this store's part of env->active_bytes (mu) */
+    int64_t mem_reported;           /* this store's part of env->active_bytes (apply_mu) */
     _Atomic int64_t nkeys; /* exact for FULL images; -1 when unknown */
-    int failed;            /* an FR_E* code once a RocksDB write failed after its append */
+    atomic_int failed;     /* an FR_E* code once a write failed after its append (its fsync
+                              or its RocksDB write): the state is behind the log */
     kv_pending pending;
     kv_writer *writers;
     int nwriters;
     uint64_t writer_clock;
 };
 
-/* kv_flush.c: what a successful write does for durability and the memtable budget (mu
- * held): notes the first unflushed change's time, and flushes this store's memtable in the
+/* kv_write.c: waits (mu held) until every write appended so far is applied or failed, so
+ * that the log holds nothing the state lacks; FR_ESTATE when one failed. */
+int kv_drain_locked(fr_kv *kv, fr_error *err);
+/* Frees the in-flight writes and their spares (no write may be running). */
+void kv_inflight_free_all(fr_kv *kv);
+
+/* kv_flush.c: what a successful write does for durability and the memtable budget
+ * (apply_mu held): notes the first unflushed change's time, and flushes this store's memtable in the
  * background when the environment's memtables are past their budget. */
 void kv_after_write(fr_kv *kv);
 /* Monotonic milliseconds (never 0). */

@@ -42,6 +42,18 @@ void kv_pending_clear(kv_pending *p)
     }
 }
 
+void kv_pending_unpin(kv_pending *p)
+{
+    for (size_t i = 0; p->count > 0 && i < p->cap; i++) {
+        kv_entry *e = &p->slots[i];
+        if (!e->pin) continue;
+        rocksdb_pinnableslice_destroy(e->pin);
+        e->pin = NULL;
+        e->val = NULL;
+        e->vlen = 0;
+    }
+}
+
 void kv_pending_free(kv_pending *p)
 {
     kv_pending_clear(p);
@@ -50,7 +62,7 @@ void kv_pending_free(kv_pending *p)
     p->cap = 0;
 }
 
-static kv_entry *pending_probe(kv_pending *p, const uint8_t *key, size_t klen, uint32_t h)
+static kv_entry *pending_probe(const kv_pending *p, const uint8_t *key, size_t klen, uint32_t h)
 {
     size_t mask = p->cap - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
@@ -58,6 +70,13 @@ static kv_entry *pending_probe(kv_pending *p, const uint8_t *key, size_t klen, u
         if (!e->key) return e;
         if (e->hash == h && e->klen == klen && memcmp(e->key, key, klen) == 0) return e;
     }
+}
+
+kv_entry *kv_pending_find(const kv_pending *p, const uint8_t *key, size_t klen, uint32_t hash)
+{
+    if (p->count == 0) return NULL;
+    kv_entry *e = pending_probe(p, key, klen, hash);
+    return e->key ? e : NULL;
 }
 
 int kv_pending_reserve(kv_pending *p, size_t n, fr_error *err)

@@ -106,15 +106,29 @@ static int kv_copy_spec(fr_kv *kv, const fr_kv_spec *spec, fr_error *err)
 
 /* ---- RocksDB ----------------------------------------------------------------------------- */
 
-/* Options shared by every bucket: LZ4 blocks, a bounded number of open files and of info log
- * files, the environment's block cache and memtable size. RocksDB must not flush on its own
+/* Compression per level: none in levels 0 and 1, LZ4 below. The files of the first two
+ * levels are the ones rewritten again and again (every memtable flush writes level 0, and
+ * its compactions rewrite level 1), so compressing them costs CPU on every write and every
+ * read of a hot key for little space, the data being soon rewritten; the deeper levels,
+ * where most of a large state settles, keep LZ4 (RocksDB's tuning guide does the same). */
+static void kv_set_compression(rocksdb_options_t *o)
+{
+    int levels[7] = { rocksdb_no_compression, rocksdb_no_compression, rocksdb_lz4_compression,
+                      rocksdb_lz4_compression, rocksdb_lz4_compression,
+                      rocksdb_lz4_compression, rocksdb_lz4_compression };
+    rocksdb_options_set_compression(o, rocksdb_lz4_compression);
+    rocksdb_options_set_compression_per_level(o, levels, sizeof levels / sizeof levels[0]);
+}
+
+/* Options shared by every bucket: compression by level, a bounded number of open files and
+ * of info log files, the environment's block cache and memtable size. RocksDB must not flush on its own
  * at shutdown: fr_kv_close flushes, and fr_kv_close_noflush must lose the memtable as a
  * crash would. */
 static int kv_make_options(fr_kv *kv, fr_error *err)
 {
     rocksdb_options_t *base = rocksdb_options_create();
     rocksdb_options_set_create_if_missing(base, 1);
-    rocksdb_options_set_compression(base, rocksdb_lz4_compression);
+    kv_set_compression(base);
     rocksdb_options_set_max_open_files(base, 128);
     kv_env_apply(kv->env, base);
     rocksdb_options_set_keep_log_file_num(base, 2);
@@ -129,7 +143,6 @@ static int kv_make_options(fr_kv *kv, fr_error *err)
     kv->wopts = rocksdb_writeoptions_create();
     rocksdb_writeoptions_disable_WAL(kv->wopts, 1);
     kv->ropts = rocksdb_readoptions_create();
-    kv->wb = rocksdb_writebatch_create();
     return FR_OK;
 }
 
@@ -325,6 +338,8 @@ static int kv_recover(fr_kv *kv, fr_error *err)
 
 static void kv_destroy(fr_kv *kv)
 {
+    kv_inflight_free_all(kv);
+    kv_pending_free(&kv->pending);
     kv_db_close(kv);
     if (kv->env) {
         atomic_fetch_sub(&kv->env->active_bytes, kv->mem_reported);
@@ -333,9 +348,7 @@ static void kv_destroy(fr_kv *kv)
     if (kv->opts) rocksdb_options_destroy(kv->opts);
     if (kv->wopts) rocksdb_writeoptions_destroy(kv->wopts);
     if (kv->ropts) rocksdb_readoptions_destroy(kv->ropts);
-    if (kv->wb) rocksdb_writebatch_destroy(kv->wb);
     fr_buf_free(&kv->enc);
-    kv_pending_free(&kv->pending);
     if (kv->delims)
         for (int c = 0; c < kv->ncols; c++) fr_free(kv->delims[c]);
     fr_free(kv->delims);
@@ -347,6 +360,8 @@ static void kv_destroy(fr_kv *kv)
     if (kv->schema) fr_schema_free(kv->schema);
     fr_free(kv->dir);
     fr_free(kv->name);
+    pthread_cond_destroy(&kv->apply_cond);
+    pthread_mutex_destroy(&kv->apply_mu);
     pthread_mutex_destroy(&kv->flush_mu);
     pthread_mutex_destroy(&kv->mu);
     fr_free(kv);
@@ -376,6 +391,8 @@ int fr_kv_open(const char *dir, fr_log *log, const fr_kv_spec *spec, fr_kv **out
     fr_buf_init(&kv->enc);
     pthread_mutex_init(&kv->mu, NULL);
     pthread_mutex_init(&kv->flush_mu, NULL);
+    pthread_mutex_init(&kv->apply_mu, NULL);
+    pthread_cond_init(&kv->apply_cond, NULL);
     kv->log = log;
     kv->log_unsynced = spec->log_unsynced;
     kv->dir = fr_strdup(dir);
@@ -386,6 +403,8 @@ int fr_kv_open(const char *dir, fr_log *log, const fr_kv_spec *spec, fr_kv **out
     if (rc == FR_OK) rc = kv_make_options(kv, err);
     if (rc == FR_OK) rc = kv_db_open(kv, err);
     if (rc == FR_OK) rc = kv_recover(kv, err);
+    kv->written = atomic_load(&kv->applied);
+    kv->written_nkeys = atomic_load(&kv->nkeys);
     if (rc < 0) {
         kv_destroy(kv);
         return rc;

@@ -8,14 +8,24 @@
  * that also stores the applied offset (the log's end after this batch). A record that
  * leaves its row byte for byte as it was writes nothing.
  *
+ * Pipelining: the records are computed and appended under the store's lock, but the wait
+ * for the log's fsync is not: the write leaves its pending table on the in-flight list and
+ * releases the lock, so that the next write computes and appends its records (finding the
+ * rows of writes in flight before RocksDB's) while the disk works, and one fsync covers
+ * several writes. Each write then applies its rows to RocksDB in its turn, the order of the
+ * appends, and returns: a write is acknowledged only once its changelog is durable and its
+ * rows are applied, and RocksDB (which lookups read) holds only durable changes. A write
+ * that appends nothing (it changes nothing, or it is a retry) waits until the writes
+ * appended before it are applied, since its answer rests on them.
+ *
  * Changelog images (as Fluss's KvTablet): FULL writes -U with the old row and +U with the
  * new one for an update; WAL writes the +U alone, and a full-row upsert on last_row is not
  * looked up at all: it is written as +U whether the key existed or not.
  *
  * Nothing is applied unless the whole write succeeds: every check runs before the append,
- * and the pending table is dropped on any failure. Should the RocksDB write fail after the
- * append, the store refuses further writes (FR_ESTATE) until it is reopened, which replays
- * the changelog. */
+ * and the pending table is dropped on any failure. Should the fsync or the RocksDB write
+ * fail after the append, the store refuses further writes (FR_ESTATE) until it is reopened,
+ * which replays the changelog; the writes in flight behind it fail too. */
 #include "kv/kv_int.h"
 
 /* What one write carries from record to record. */
@@ -279,7 +289,8 @@ static int kv_delete(kv_wctx *w, kv_entry *e, fr_error *err)
 
 /* Appends the changelog to the log; *base gets its first offset. The record batch is encoded
  * into the store's buffer, kept from write to write unless a large write grew it. */
-static int kv_append(kv_wctx *w, int64_t writer_id, int32_t seq, int64_t *base, fr_error *err)
+static int kv_append(kv_wctx *w, int64_t writer_id, int32_t seq, int64_t *base,
+                     fr_log_ticket *ticket, fr_error *err)
 {
     fr_kv *kv = w->kv;
     fr_batch *b = NULL;
@@ -300,7 +311,8 @@ static int kv_append(kv_wctx *w, int64_t writer_id, int32_t seq, int64_t *base, 
     }
     /* The batch was encoded just now in this process: the log may skip its CRC pass. */
     if (rc == FR_OK)
-        rc = fr_log_append2(kv->log, enc->data, enc->len, FR_LOG_APPEND_VERIFIED, base, err);
+        rc = fr_log_append_nowait(kv->log, enc->data, enc->len, FR_LOG_APPEND_VERIFIED, base,
+                                  ticket, err);
     fr_batch_free(b);
     if (enc->cap > KV_WRITE_BATCH_KEEP_BYTES) {
         fr_buf_free(enc);
@@ -309,16 +321,13 @@ static int kv_append(kv_wctx *w, int64_t writer_id, int32_t seq, int64_t *base, 
     return rc;
 }
 
-/* The changed rows in key order in the store's write batch (emptied first; its buffer is
- * kept from write to write), built before the append so that nothing that may fail for
- * want of memory runs between the append and the write. */
-static int kv_batch_rows(fr_kv *kv, rocksdb_writebatch_t **out, fr_error *err)
+/* The changed rows in key order in wb (empty), built before the append so that nothing
+ * that may fail for want of memory runs between the append and the write. */
+static int kv_batch_rows(fr_kv *kv, rocksdb_writebatch_t *wb, fr_error *err)
 {
     kv_entry **dirty = NULL;
     size_t ndirty = 0;
     FR_TRY(kv_pending_dirty_sorted(&kv->pending, &dirty, &ndirty, err));
-    rocksdb_writebatch_t *wb = kv->wb;
-    rocksdb_writebatch_clear(wb);
     for (size_t i = 0; i < ndirty; i++) {
         const kv_entry *e = dirty[i];
         if (e->val)
@@ -328,21 +337,7 @@ static int kv_batch_rows(fr_kv *kv, rocksdb_writebatch_t **out, fr_error *err)
             rocksdb_writebatch_delete(wb, (const char *)e->key, e->klen);
     }
     fr_free(dirty);
-    *out = wb;
     return FR_OK;
-}
-
-/* Empties the store's write batch, keeping its buffer unless a large write grew it. */
-static void kv_batch_reset(fr_kv *kv)
-{
-    size_t size = 0;
-    rocksdb_writebatch_data(kv->wb, &size);
-    if (size <= KV_WRITE_BATCH_KEEP_BYTES) {
-        rocksdb_writebatch_clear(kv->wb);
-        return;
-    }
-    rocksdb_writebatch_destroy(kv->wb);
-    kv->wb = rocksdb_writebatch_create();
 }
 
 /* Writes the batch of changed rows with the new applied offset: one RocksDB write. */
@@ -356,6 +351,22 @@ static int kv_apply(fr_kv *kv, rocksdb_writebatch_t *wb, int64_t applied, int64_
     rocksdb_write(kv->db, kv->wopts, wb, &errptr);
     if (errptr) return kv_rocks_fail(kv, errptr, "write", err);
     return FR_OK;
+}
+
+/* The row of e's key as the writes in flight left it, when one of them changed it: the
+ * newest wins, and e need not be read from RocksDB (which has not got it yet). The value
+ * stays in the in-flight write's arena, which is freed only under mu after it is done. */
+static void kv_inflight_row(fr_kv *kv, kv_entry *e)
+{
+    const kv_entry *found = NULL;
+    for (const kv_inflight *f = kv->inflight; f; f = f->next) {
+        const kv_entry *x = kv_pending_find(&f->rows, e->key, e->klen, e->hash);
+        if (x && x->dirty) found = x;
+    }
+    if (!found) return;
+    e->val = found->val;
+    e->vlen = found->vlen;
+    e->load = false;
 }
 
 /* Finds every row's pending entry before any record is computed, and reads the stored rows
@@ -380,6 +391,7 @@ static int kv_prepare(kv_wctx *w, const fr_batch *rows, const uint8_t *ops, fr_e
         if (rc < 0) return fr_error_wrap(err, "row %lld", (long long)i);
         FR_TRY(kv_pending_add(&kv->pending, w->key.data, w->key.len, del || !blind,
                               &w->entries[i], err));
+        if (w->entries[i]->load && kv->inflight) kv_inflight_row(kv, w->entries[i]);
     }
     return kv_pending_load(&kv->pending, kv->db, kv->cf, kv->ropts, err);
 }
@@ -401,44 +413,169 @@ static int kv_records(kv_wctx *w, const fr_batch *rows, const uint8_t *ops, fr_e
     return FR_OK;
 }
 
-/* The write under the lock, once the checks passed. */
+/* ---- the in-flight list -------------------------------------------------------------- */
+
+/* Frees the done writes at the head of the list, keeping a few for reuse. mu held. */
+static void kv_inflight_reap(fr_kv *kv)
+{
+    while (kv->inflight && atomic_load(&kv->inflight->done)) {
+        kv_inflight *f = kv->inflight;
+        kv->inflight = f->next;
+        if (!kv->inflight) kv->inflight_last = NULL;
+        kv_pending_clear(&f->rows);
+        size_t size = 0;
+        rocksdb_writebatch_data(f->wb, &size);
+        if (kv->nspares < KV_INFLIGHT_SPARES && size <= KV_WRITE_BATCH_KEEP_BYTES) {
+            rocksdb_writebatch_clear(f->wb);
+            f->next = kv->spares;
+            kv->spares = f;
+            kv->nspares++;
+            continue;
+        }
+        rocksdb_writebatch_destroy(f->wb);
+        kv_pending_free(&f->rows);
+        fr_free(f);
+    }
+}
+
+/* A spare in-flight record (empty write batch and pending table), or a new one. mu held. */
+static int kv_inflight_take(fr_kv *kv, kv_inflight **out, fr_error *err)
+{
+    kv_inflight *f = kv->spares;
+    if (f) {
+        kv->spares = f->next;
+        kv->nspares--;
+    } else {
+        f = fr_calloc(1, sizeof *f);
+        FR_CHECK(f, FR_ENOMEM, err, "%s: out of memory for a write", kv->name);
+        f->wb = rocksdb_writebatch_create();
+    }
+    f->next = NULL;
+    atomic_store(&f->done, false);
+    *out = f;
+    return FR_OK;
+}
+
+static void kv_inflight_give_back(fr_kv *kv, kv_inflight *f)
+{
+    rocksdb_writebatch_clear(f->wb);
+    f->next = kv->spares;
+    kv->spares = f;
+    kv->nspares++;
+}
+
+void kv_inflight_free_all(fr_kv *kv)
+{
+    kv_inflight *lists[2] = { kv->inflight, kv->spares };
+    for (int i = 0; i < 2; i++) {
+        for (kv_inflight *f = lists[i], *next; f; f = next) {
+            next = f->next;
+            rocksdb_writebatch_destroy(f->wb);
+            kv_pending_free(&f->rows);
+            fr_free(f);
+        }
+    }
+    kv->inflight = kv->inflight_last = kv->spares = NULL;
+    kv->nspares = 0;
+}
+
+/* Waits until the state is applied up to `upto` or a write failed. */
+static int kv_wait_applied(fr_kv *kv, int64_t upto, fr_error *err)
+{
+    pthread_mutex_lock(&kv->apply_mu);
+    while (atomic_load(&kv->applied) < upto && !atomic_load(&kv->failed))
+        pthread_cond_wait(&kv->apply_cond, &kv->apply_mu);
+    pthread_mutex_unlock(&kv->apply_mu);
+    if (atomic_load(&kv->applied) >= upto) return FR_OK;
+    return fr_fail(err, FR_ESTATE, "%s: a write before this one failed after its changelog "
+                   "was appended; reopen the table to recover the state from the log",
+                   kv->name);
+}
+
+int kv_drain_locked(fr_kv *kv, fr_error *err)
+{
+    return kv_wait_applied(kv, kv->written, err);
+}
+
+/* ---- applying, in turn ------------------------------------------------------------------ */
+
+/* Waits for f's changelog to be durable, then, in f's turn, writes its rows to RocksDB;
+ * marks f done (the caller must not touch it afterwards). */
+static int kv_finish(fr_kv *kv, kv_inflight *f, fr_error *err)
+{
+    int rc = fr_log_wait_durable(kv->log, &f->ticket, err);
+    pthread_mutex_lock(&kv->apply_mu);
+    while (kv->apply_turn != f->turn) pthread_cond_wait(&kv->apply_cond, &kv->apply_mu);
+    if (rc == FR_OK && atomic_load(&kv->failed))
+        rc = fr_fail(err, FR_ESTATE, "%s: a write before this one failed after its changelog "
+                     "was appended; reopen the table to recover the state from the log",
+                     kv->name);
+    if (rc == FR_OK) {
+        rc = kv_apply(kv, f->wb, f->applied, f->nkeys, err);
+        if (rc < 0)
+            fr_error_wrap(err, "the changelog up to offset %lld is in the log but not in the "
+                          "state", (long long)f->applied);
+    }
+    if (rc == FR_OK) {
+        atomic_store(&kv->nkeys, f->nkeys);
+        atomic_store(&kv->applied, f->applied);
+        kv_after_write(kv);
+    } else {
+        int zero = 0;
+        atomic_compare_exchange_strong(&kv->failed, &zero, rc);
+    }
+    kv->apply_turn++;
+    atomic_store(&f->done, true);
+    pthread_cond_broadcast(&kv->apply_cond);
+    pthread_mutex_unlock(&kv->apply_mu);
+    return rc;
+}
+
+/* The first half of a write, under the lock once the checks passed: records computed and
+ * appended. *out gets the in-flight write to finish, or NULL when nothing was appended. */
 static int kv_write_locked(kv_wctx *w, const fr_batch *rows, const uint8_t *ops,
                            int64_t writer_id, int32_t seq, fr_kv_write_result *res,
-                           fr_error *err)
+                           kv_inflight **out, fr_error *err)
 {
     fr_kv *kv = w->kv;
+    *out = NULL;
+    kv_inflight_reap(kv);
     FR_TRY(kv_writer_check(kv, writer_id, seq, &res->base_offset, err));
     FR_TRY(kv_records(w, rows, ops, err));
     if (w->nrecords == 0) {
         kv_writer_note(kv, writer_id, seq, -1);
         return FR_OK;
     }
+    kv_inflight *f = NULL;
+    FR_TRY(kv_inflight_take(kv, &f, err));
     int64_t base = -1;
-    rocksdb_writebatch_t *wb = NULL;
-    FR_TRY(kv_batch_rows(kv, &wb, err));
-    int rc = kv_append(w, writer_id, seq, &base, err);
+    int rc = kv_batch_rows(kv, f->wb, err);
+    if (rc == FR_OK) rc = kv_append(w, writer_id, seq, &base, &f->ticket, err);
     if (rc == FR_EDUPLICATE) res->base_offset = base;
     if (rc < 0) {
-        kv_batch_reset(kv);
+        kv_inflight_give_back(kv, f);
         return rc;
     }
-    int64_t applied = base + w->nrecords;
-    int64_t nkeys = atomic_load(&kv->nkeys);
+    int64_t nkeys = kv->written_nkeys;
     if (kv->image == FR_CHANGELOG_FULL && nkeys >= 0) nkeys += w->key_delta;
-    rc = kv_apply(kv, wb, applied, nkeys, err);
-    kv_batch_reset(kv);
-    if (rc < 0) {
-        kv->failed = rc;
-        return fr_error_wrap(err, "the changelog up to offset %lld is in the log but not in the state",
-                             (long long)applied);
-    }
-    atomic_store(&kv->applied, applied);
-    atomic_store(&kv->nkeys, nkeys);
-    kv_after_write(kv);
+    f->applied = base + w->nrecords;
+    f->nkeys = nkeys;
+    f->turn = kv->next_turn++;
+    /* The write's pending table goes with it; the spare's empty one serves the next. */
+    kv_pending_unpin(&kv->pending);
+    kv_pending rows_of_f = kv->pending;
+    kv->pending = f->rows;
+    f->rows = rows_of_f;
+    if (kv->inflight_last) kv->inflight_last->next = f;
+    else kv->inflight = f;
+    kv->inflight_last = f;
+    kv->written = f->applied;
+    kv->written_nkeys = nkeys;
     kv_writer_note(kv, writer_id, seq, base);
     res->changelog_records = w->nrecords;
     res->base_offset = base;
     res->rows_changed = w->changed;
+    *out = f;
     return FR_OK;
 }
 
@@ -480,21 +617,35 @@ int fr_kv_write(fr_kv *kv, const fr_batch *rows, const uint8_t *ops,
     if (!flags) return fr_fail(err, FR_ENOMEM, "%s: out of memory for a write", kv->name);
     bool partial = false;
     kv_wctx w;
+    kv_inflight *f = NULL;
+    int64_t before = 0; /* the log's end that an answer without an append rests on */
     int rc = kv_wctx_init(&w, kv, err);
     if (rc == FR_OK) rc = kv_check_targets(kv, target_columns, ntarget, flags, &partial, err);
     w.targets = partial ? flags : NULL;
     if (rc == FR_OK) {
         pthread_mutex_lock(&kv->mu);
-        if (kv->failed)
-            rc = fr_fail(err, FR_ESTATE, "%s: a RocksDB write failed after its changelog was appended; "
+        if (atomic_load(&kv->failed))
+            rc = fr_fail(err, FR_ESTATE, "%s: a write failed after its changelog was appended; "
                          "reopen the table to recover the state from the log", kv->name);
         else
-            rc = kv_write_locked(&w, rows, ops, writer_id, seq, &res, err);
+            rc = kv_write_locked(&w, rows, ops, writer_id, seq, &res, &f, err);
+        before = kv->written;
         kv_pending_clear(&kv->pending);
         pthread_mutex_unlock(&kv->mu);
     }
     kv_wctx_free(&w);
     fr_free(flags);
+    if (f) {
+        rc = kv_finish(kv, f, err);
+        if (rc < 0) res = (fr_kv_write_result){ 0, -1, 0 };
+    } else if (rc == FR_OK || rc == FR_EDUPLICATE) {
+        fr_error werr;
+        int wrc = kv_wait_applied(kv, before, &werr);
+        if (wrc < 0) {
+            rc = wrc;
+            if (err) *err = werr;
+        }
+    }
     if (result) *result = res;
     return rc;
 }

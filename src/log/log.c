@@ -6,8 +6,10 @@
  * FR_FLUSH_EVERY_APPEND the fdatasync happens after write_mu is released: an appender whose
  * bytes are written but not durable either becomes the flusher (one fdatasync covers every
  * batch written so far) or waits on flush_cond for the running flush to cover it, so N
- * concurrent appenders share few fsyncs. Readers see batches below visible_offset: the
- * durable end under FR_FLUSH_EVERY_APPEND, the written end otherwise.
+ * concurrent appenders share few fsyncs. fr_log_append_nowait stops before that wait and
+ * fr_log_wait_durable does it, so that a caller can write its next batch while the fsync of
+ * the previous one runs. Readers see batches below visible_offset: the durable end under
+ * FR_FLUSH_EVERY_APPEND, the written end otherwise.
  *
  * Segments before the active one are durable: a roll fsyncs the old segment before the new
  * one becomes active, so a flusher only ever needs to fsync the active segment. */
@@ -336,8 +338,8 @@ int fr_log_append(fr_log *log, uint8_t *batch, size_t len, int64_t *base_offset,
     return fr_log_append2(log, batch, len, 0, base_offset, err);
 }
 
-int fr_log_append2(fr_log *log, uint8_t *batch, size_t len, unsigned flags,
-                   int64_t *base_offset, fr_error *err)
+int fr_log_append_nowait(fr_log *log, uint8_t *batch, size_t len, unsigned flags,
+                         int64_t *base_offset, fr_log_ticket *ticket, fr_error *err)
 {
     assert((flags & ~FR_LOG_APPEND_VERIFIED) == 0);
     fr_rb_view v;
@@ -367,10 +369,24 @@ int fr_log_append2(fr_log *log, uint8_t *batch, size_t len, unsigned flags,
     rc = append_locked(log, batch, &v, base_offset, &end, &truncations, err);
     pthread_mutex_unlock(&log->write_mu);
     if (rc < 0) return rc;
-    FR_TRY(after_write(log, end, truncations, err));
+    *ticket = (fr_log_ticket){ .end = end, .truncations = truncations };
+    return FR_OK;
+}
+
+int fr_log_wait_durable(fr_log *log, const fr_log_ticket *ticket, fr_error *err)
+{
+    FR_TRY(after_write(log, ticket->end, ticket->truncations, err));
     const fr_log_watcher *w = atomic_load_explicit(&log->watcher, memory_order_acquire);
     if (w) w->appended(w->ctx, log, fr_log_end_offset(log));
     return FR_OK;
+}
+
+int fr_log_append2(fr_log *log, uint8_t *batch, size_t len, unsigned flags,
+                   int64_t *base_offset, fr_error *err)
+{
+    fr_log_ticket ticket;
+    FR_TRY(fr_log_append_nowait(log, batch, len, flags, base_offset, &ticket, err));
+    return fr_log_wait_durable(log, &ticket, err);
 }
 
 void fr_log_set_watcher(fr_log *log, const fr_log_watcher *w)

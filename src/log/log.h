@@ -161,6 +161,29 @@ int fr_log_append(fr_log *log, uint8_t *batch, size_t len, int64_t *base_offset,
 int fr_log_append2(fr_log *log, uint8_t *batch, size_t len, unsigned flags,
                    int64_t *base_offset, fr_error *err);
 
+/* What fr_log_append_nowait hands back: enough to wait for that batch's durability. */
+typedef struct fr_log_ticket {
+    int64_t end;         /* the offset after the batch */
+    int64_t truncations; /* the log's count of truncations when the batch was written */
+} fr_log_ticket;
+
+/* fr_log_append2 split in two, so that a caller may compute and write its next batch
+ * while this one waits for the disk: the append checks and writes the batch (assigning its
+ * base offset) and returns without waiting for durability; *ticket says what
+ * fr_log_wait_durable must wait for. Until then the batch must not be acknowledged to
+ * anyone: under FR_FLUSH_EVERY_APPEND it is not visible to readers, and a crash of the
+ * machine may lose it (with every batch written after it, never a batch before it: the log
+ * is made durable in offset order). The watcher runs in fr_log_wait_durable. The errors
+ * of the append are fr_log_append2's, those of the wait its wait's: FR_EIO or FR_ENOSPC
+ * after a failed fsync (the log then refuses further appends), FR_ESTATE when the log was
+ * truncated before the batch became durable. Every ticket should be waited for. */
+int fr_log_append_nowait(fr_log *log, uint8_t *batch, size_t len, unsigned flags,
+                         int64_t *base_offset, fr_log_ticket *ticket, fr_error *err);
+/* Returns once the batch of ticket is durable under the flush policy (at once for
+ * FR_FLUSH_NONE; FR_FLUSH_INTERVAL flushes lazily, as an append does), sharing one
+ * fdatasync with concurrent appenders and waiters. Thread: any. */
+int fr_log_wait_durable(fr_log *log, const fr_log_ticket *ticket, fr_error *err);
+
 /* Watching appends, for long polling: a watcher's function runs on the appending thread
  * after each successful append, once the batch is visible to readers (end_offset is the
  * log's visible end then), with none of the log's locks held. It must be quick and must not
