@@ -258,6 +258,56 @@ static void test_flush_modes(void **state)
     lt_rmdir(dir);
 }
 
+/* fr_log_append_nowait writes without waiting: under EVERY_APPEND the batches are not
+ * visible until a wait makes them durable, and one wait (one fsync) covers every batch
+ * written before it; a ticket already covered costs nothing. */
+static void test_append_nowait(void **state)
+{
+    (void)state;
+    char *dir = lt_tmpdir("log-nowait");
+    fr_schema *s = lt_schema();
+    fr_log_options o;
+    fr_log_options_default(&o);
+    o.flush = FR_FLUSH_EVERY_APPEND;
+    fr_log *log = lt_open(dir, &o);
+    fr_log_ticket t[3];
+    fr_error err;
+    for (int i = 0; i < 3; i++) {
+        fr_buf buf;
+        fr_buf_init(&buf);
+        lt_encode(s, i * 2, 2, FR_NO_WRITER, -1, FR_COMPRESSION_NONE, NULL, &buf);
+        int64_t base = -1;
+        assert_int_equal(fr_log_append_nowait(log, buf.data, buf.len, 0, &base, &t[i], &err), 0);
+        assert_int_equal(base, i * 2);
+        assert_int_equal(t[i].end, i * 2 + 2);
+        fr_buf_free(&buf);
+    }
+    assert_int_equal(fr_log_end_offset(log), 0); /* nothing durable, nothing visible */
+    assert_int_equal(fr_log_fsync_count(log), 0);
+    assert_int_equal(fr_log_wait_durable(log, &t[1], &err), 0);
+    assert_int_equal(fr_log_end_offset(log), 6); /* the fsync covered all three */
+    assert_int_equal(fr_log_fsync_count(log), 1);
+    assert_int_equal(fr_log_wait_durable(log, &t[2], &err), 0);
+    assert_int_equal(fr_log_wait_durable(log, &t[0], &err), 0);
+    assert_int_equal(fr_log_fsync_count(log), 1);
+    lt_check_dense(log, s, 0);
+
+    /* A truncation before the wait fails the wait of a batch it removed. */
+    fr_buf buf;
+    fr_buf_init(&buf);
+    lt_encode(s, 6, 2, FR_NO_WRITER, -1, FR_COMPRESSION_NONE, NULL, &buf);
+    int64_t base = -1;
+    fr_log_ticket cut;
+    assert_int_equal(fr_log_append_nowait(log, buf.data, buf.len, 0, &base, &cut, &err), 0);
+    fr_buf_free(&buf);
+    assert_int_equal(fr_log_truncate(log, 6, &err), 0);
+    assert_int_equal(fr_log_wait_durable(log, &cut, &err), FR_ESTATE);
+    assert_int_equal(fr_log_end_offset(log), 6);
+    fr_log_close(log);
+    fr_schema_free(s);
+    lt_rmdir(dir);
+}
+
 int main(void)
 {
     fr_log_set_level(FR_LOG_ERROR);
@@ -265,6 +315,7 @@ int main(void)
         cmocka_unit_test(test_concurrent_appenders),
         cmocka_unit_test(test_reader_during_appends),
         cmocka_unit_test(test_flush_modes),
+        cmocka_unit_test(test_append_nowait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
