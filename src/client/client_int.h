@@ -66,10 +66,12 @@ int fr_cnet_call(fr_cnet *n, fr_rpc_api api, const ProtobufCMessage *req, int64_
  * time; not for streamed answers. */
 typedef struct fr_cnet_pending fr_cnet_pending;
 
-/* Sends req as fr_cnet_call does, without waiting for the answer, and without retries (a
- * failed prefetch is simply made again as a call). */
+/* Sends req as fr_cnet_call does, without waiting for the answer, and without retries (the
+ * caller sends again when it wants to). notify (may be NULL) is called with ctx once the
+ * answer is there or the connection is lost, on whichever thread saw it, with the
+ * connection's lock held: it must only signal (never call into the connection). */
 int fr_cnet_start(fr_cnet *n, fr_rpc_api api, const ProtobufCMessage *req, int64_t wait_ms,
-                  fr_cnet_pending **out, fr_error *err);
+                  void (*notify)(void *ctx), void *ctx, fr_cnet_pending **out, fr_error *err);
 /* Waits at most timeout_ms for p's answer: FR_OK with *resp (the caller's: fr_rpc_free)
  * once it came, FR_OK with *resp NULL while it has not; or the failure, as fr_cnet_call
  * gives it. After an answer or a failure, p has nothing more to give. */
@@ -251,6 +253,17 @@ typedef struct fr_rput {
  * the units. */
 int fr_remote_send(fr_ctable *t, fr_rput *units, int nunits, const int *targets,
                    int ntargets, int64_t writer_id, fr_error *err);
+/* How many of units [0, n) go in one request (at least one): the server's frame limit. */
+int fr_remote_fit(fr_ctable *t, const fr_rput *units, int n);
+/* Sends units [0, n) (n from fr_remote_fit) as one request without waiting for the answer,
+ * which fr_remote_finish takes once notify(ctx) said it came (see fr_cnet_start). The units'
+ * records must stay until then. */
+int fr_remote_start(fr_ctable *t, fr_rput *units, int n, const int *targets, int ntargets,
+                    int64_t writer_id, void (*notify)(void *ctx), void *ctx,
+                    fr_cnet_pending **out, fr_error *err);
+/* Fills the units' results from p's answer (or fails as fr_remote_send does, without
+ * retrying: FR_EIO for a lost connection). p is still the caller's to free. */
+int fr_remote_finish(fr_ctable *t, fr_cnet_pending *p, fr_rput *units, int n, fr_error *err);
 /* Encodes the rows of b for a unit: a record batch under the writer id and sequence, with
  * ops as change types (NULL: appends; a primary-key table's upserts). */
 int fr_remote_encode(const fr_ctable *t, const fr_batch *b, const uint8_t *ops,

@@ -45,6 +45,8 @@ typedef struct cnet_call {
     int lost;       /* the connection was lost before the final frame: FR_EIO */
     fr_error lost_err;
     pthread_cond_t cv;
+    void (*notify)(void *ctx); /* told of done or lost, under mu (fr_cnet_start) */
+    void *notify_ctx;
 } cnet_call;
 
 struct fr_cnet {
@@ -281,10 +283,11 @@ static void lost(fr_cnet *n, uint64_t gen, const fr_error *why)
         n->last_err = *why;
     }
     for (cnet_call *c = n->pending; c; c = c->next) {
-        if (c->gen != gen || c->done) continue;
+        if (c->gen != gen || c->done || c->lost) continue;
         c->lost = FR_EIO;
         c->lost_err = *why;
         pthread_cond_signal(&c->cv);
+        if (c->notify) c->notify(c->notify_ctx);
     }
     pthread_cond_broadcast(&n->state_cv);
     pthread_cond_broadcast(&n->drain_cv);
@@ -355,6 +358,7 @@ static int dispatch(fr_cnet *n, uint64_t gen, fr_rpc_reader *r, const fr_rpc_fra
         c->queued += cf->len;
         if (f->result != FR_RPC_PART) c->done = true;
         pthread_cond_signal(&c->cv);
+        if (c->done && c->notify) c->notify(c->notify_ctx);
         break;
     }
     pthread_mutex_unlock(&n->mu);
@@ -723,7 +727,7 @@ struct fr_cnet_pending {
 };
 
 int fr_cnet_start(fr_cnet *n, fr_rpc_api api, const ProtobufCMessage *req, int64_t wait_ms,
-                  fr_cnet_pending **out, fr_error *err)
+                  void (*notify)(void *ctx), void *ctx, fr_cnet_pending **out, fr_error *err)
 {
     *out = NULL;
     FR_TRY(fr_rpc_request_check(api, req, err));
@@ -739,6 +743,13 @@ int fr_cnet_start(fr_cnet *n, fr_rpc_api api, const ProtobufCMessage *req, int64
         fr_free(p);
         return rc;
     }
+    /* Told only once sent (a failed start is the caller's to count), of an answer that
+     * may already be there. */
+    pthread_mutex_lock(&n->mu);
+    p->call.notify = notify;
+    p->call.notify_ctx = ctx;
+    if (notify && (p->call.done || p->call.lost)) notify(ctx);
+    pthread_mutex_unlock(&n->mu);
     p->deadline_ns = fr_monotonic_ns() + (n->o.request_timeout_ms + wait_ms) * 1000000;
     *out = p;
     return FR_OK;

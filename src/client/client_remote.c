@@ -272,115 +272,161 @@ static void unit_result(fr_rput *u, const Firth__Error *e, const char *what)
     u->status = fr_rpc_error_get(e, what, &u->err);
 }
 
-static int send_produce(fr_ctable *t, fr_rput *units, int n, int64_t writer_id, fr_error *err)
+/* One PRODUCE_LOG (log tables) or PUT_KV request for units, pointing at their records. */
+typedef struct rwrite {
+    union {
+        Firth__ProduceLogRequest produce;
+        Firth__PutKvRequest put;
+    } req;
+    Firth__TablePath path;
+    Firth__ProduceBucket *pitems, **pptrs;
+    Firth__PutKvBucket *kitems, **kptrs;
+} rwrite;
+
+static void rwrite_free(rwrite *q)
 {
-    Firth__ProduceLogRequest req = FIRTH__PRODUCE_LOG_REQUEST__INIT;
-    Firth__TablePath path = FIRTH__TABLE_PATH__INIT;
-    fr_ctable_path(t, &path);
-    req.path = &path;
-    req.table_id = t->id;
-    req.writer_id = writer_id < 0 ? -1 : writer_id;
-    Firth__ProduceBucket *items = fr_calloc((size_t)n, sizeof *items);
-    Firth__ProduceBucket **ptrs = fr_calloc((size_t)n, sizeof *ptrs);
-    int rc = FR_OK;
-    ProtobufCMessage *m = NULL;
-    if (!items || !ptrs) {
-        rc = fr_fail(err, FR_ENOMEM, "out of memory building a produce request");
-        goto fail;
+    fr_free(q->pitems);
+    fr_free(q->pptrs);
+    fr_free(q->kitems);
+    fr_free(q->kptrs);
+}
+
+static int rwrite_build(fr_ctable *t, fr_rput *units, int n, const int *targets, int ntargets,
+                        int64_t writer_id, rwrite *q, fr_error *err)
+{
+    *q = (rwrite){.path = FIRTH__TABLE_PATH__INIT};
+    fr_ctable_path(t, &q->path);
+    int64_t wid = writer_id < 0 ? -1 : writer_id;
+    if (t->npk) {
+        q->req.put = (Firth__PutKvRequest)FIRTH__PUT_KV_REQUEST__INIT;
+        q->kitems = fr_calloc((size_t)n + 1, sizeof *q->kitems);
+        q->kptrs = fr_calloc((size_t)n + 1, sizeof *q->kptrs);
+        FR_CHECK(q->kitems && q->kptrs, FR_ENOMEM, err, "out of memory building a put request");
+        for (int i = 0; i < n; i++) {
+            firth__put_kv_bucket__init(&q->kitems[i]);
+            q->kitems[i].partition_id = units[i].partition_id;
+            q->kitems[i].bucket = units[i].bucket;
+            q->kitems[i].records.data = units[i].records.data;
+            q->kitems[i].records.len = units[i].records.len;
+            q->kptrs[i] = &q->kitems[i];
+        }
+        q->req.put.path = &q->path;
+        q->req.put.table_id = t->id;
+        q->req.put.writer_id = wid;
+        q->req.put.target_columns = (int32_t *)targets;
+        q->req.put.n_target_columns = (size_t)ntargets;
+        q->req.put.buckets = q->kptrs;
+        q->req.put.n_buckets = (size_t)n;
+        return FR_OK;
     }
+    q->req.produce = (Firth__ProduceLogRequest)FIRTH__PRODUCE_LOG_REQUEST__INIT;
+    q->pitems = fr_calloc((size_t)n + 1, sizeof *q->pitems);
+    q->pptrs = fr_calloc((size_t)n + 1, sizeof *q->pptrs);
+    FR_CHECK(q->pitems && q->pptrs, FR_ENOMEM, err, "out of memory building a produce request");
     for (int i = 0; i < n; i++) {
-        firth__produce_bucket__init(&items[i]);
-        items[i].partition_id = units[i].partition_id;
-        items[i].bucket = units[i].bucket;
-        items[i].records.data = units[i].records.data;
-        items[i].records.len = units[i].records.len;
-        ptrs[i] = &items[i];
+        firth__produce_bucket__init(&q->pitems[i]);
+        q->pitems[i].partition_id = units[i].partition_id;
+        q->pitems[i].bucket = units[i].bucket;
+        q->pitems[i].records.data = units[i].records.data;
+        q->pitems[i].records.len = units[i].records.len;
+        q->pptrs[i] = &q->pitems[i];
     }
-    req.buckets = ptrs;
-    req.n_buckets = (size_t)n;
-    FR_GOTO(fr_cnet_call(t->client->net, FR_RPC_PRODUCE_LOG, &req.base, 0,
-                         writer_id >= 0 ? FR_CNET_RETRY : 0, NULL, NULL, &m, NULL, err));
+    q->req.produce.path = &q->path;
+    q->req.produce.table_id = t->id;
+    q->req.produce.writer_id = wid;
+    q->req.produce.buckets = q->pptrs;
+    q->req.produce.n_buckets = (size_t)n;
+    return FR_OK;
+}
+
+static fr_rpc_api rwrite_api(const fr_ctable *t)
+{
+    return t->npk ? FR_RPC_PUT_KV : FR_RPC_PRODUCE_LOG;
+}
+
+/* Fills units' results from the answer m to their request. */
+static int rwrite_results(const fr_ctable *t, const ProtobufCMessage *m, fr_rput *units, int n,
+                          fr_error *err)
+{
+    if (t->npk) {
+        const Firth__PutKvResponse *r = (const Firth__PutKvResponse *)m;
+        FR_CHECK(r->n_buckets == (size_t)n, FR_ECORRUPT, err, "put_kv: %zu results for %d buckets",
+                 r->n_buckets, n);
+        for (int i = 0; i < n; i++) {
+            units[i].count = r->buckets[i]->rows_changed;
+            units[i].base_offset = r->buckets[i]->base_offset;
+            unit_result(&units[i], r->buckets[i]->error, "put_kv");
+        }
+        return FR_OK;
+    }
     const Firth__ProduceLogResponse *r = (const Firth__ProduceLogResponse *)m;
-    if (r->n_buckets != (size_t)n) {
-        rc = fr_fail(err, FR_ECORRUPT, "produce_log: %zu results for %d buckets", r->n_buckets, n);
-        goto fail;
-    }
+    FR_CHECK(r->n_buckets == (size_t)n, FR_ECORRUPT, err, "produce_log: %zu results for %d buckets",
+             r->n_buckets, n);
     for (int i = 0; i < n; i++) {
         units[i].count = units[i].rows;
         units[i].base_offset = r->buckets[i]->base_offset;
         unit_result(&units[i], r->buckets[i]->error, "produce_log");
     }
-fail:
+    return FR_OK;
+}
+
+static int send_group(fr_ctable *t, fr_rput *units, int n, const int *targets, int ntargets,
+                      int64_t writer_id, fr_error *err)
+{
+    rwrite q;
+    ProtobufCMessage *m = NULL;
+    int rc = rwrite_build(t, units, n, targets, ntargets, writer_id, &q, err);
+    if (rc == 0)
+        rc = fr_cnet_call(t->client->net, rwrite_api(t), &q.req.produce.base, 0,
+                          writer_id >= 0 ? FR_CNET_RETRY : 0, NULL, NULL, &m, NULL, err);
+    if (rc == 0) rc = rwrite_results(t, m, units, n, err);
     fr_rpc_free(m);
-    fr_free(items);
-    fr_free(ptrs);
+    rwrite_free(&q);
     return rc;
 }
 
-static int send_put(fr_ctable *t, fr_rput *units, int n, const int *targets, int ntargets,
-                    int64_t writer_id, fr_error *err)
+int fr_remote_fit(fr_ctable *t, const fr_rput *units, int nunits)
 {
-    Firth__PutKvRequest req = FIRTH__PUT_KV_REQUEST__INIT;
-    Firth__TablePath path = FIRTH__TABLE_PATH__INIT;
-    fr_ctable_path(t, &path);
-    req.path = &path;
-    req.table_id = t->id;
-    req.writer_id = writer_id < 0 ? -1 : writer_id;
-    req.target_columns = (int32_t *)targets;
-    req.n_target_columns = (size_t)ntargets;
-    Firth__PutKvBucket *items = fr_calloc((size_t)n, sizeof *items);
-    Firth__PutKvBucket **ptrs = fr_calloc((size_t)n, sizeof *ptrs);
-    int rc = FR_OK;
-    ProtobufCMessage *m = NULL;
-    if (!items || !ptrs) {
-        rc = fr_fail(err, FR_ENOMEM, "out of memory building a put request");
-        goto fail;
-    }
-    for (int i = 0; i < n; i++) {
-        firth__put_kv_bucket__init(&items[i]);
-        items[i].partition_id = units[i].partition_id;
-        items[i].bucket = units[i].bucket;
-        items[i].records.data = units[i].records.data;
-        items[i].records.len = units[i].records.len;
-        ptrs[i] = &items[i];
-    }
-    req.buckets = ptrs;
-    req.n_buckets = (size_t)n;
-    FR_GOTO(fr_cnet_call(t->client->net, FR_RPC_PUT_KV, &req.base, 0,
-                         writer_id >= 0 ? FR_CNET_RETRY : 0, NULL, NULL, &m, NULL, err));
-    const Firth__PutKvResponse *r = (const Firth__PutKvResponse *)m;
-    if (r->n_buckets != (size_t)n) {
-        rc = fr_fail(err, FR_ECORRUPT, "put_kv: %zu results for %d buckets", r->n_buckets, n);
-        goto fail;
-    }
-    for (int i = 0; i < n; i++) {
-        units[i].count = r->buckets[i]->rows_changed;
-        units[i].base_offset = r->buckets[i]->base_offset;
-        unit_result(&units[i], r->buckets[i]->error, "put_kv");
-    }
-fail:
-    fr_rpc_free(m);
-    fr_free(items);
-    fr_free(ptrs);
-    return rc;
+    /* Requests stay under the server's frame limit, with room for the headers. */
+    int64_t limit = fr_cnet_server_frame_max(t->client->net) - (64 << 10), bytes = 0;
+    int j = 0;
+    while (j < nunits && (j == 0 || bytes + (int64_t)units[j].records.len + 64 < limit))
+        bytes += (int64_t)units[j++].records.len + 64;
+    return j;
 }
 
 int fr_remote_send(fr_ctable *t, fr_rput *units, int nunits, const int *targets,
                    int ntargets, int64_t writer_id, fr_error *err)
 {
-    /* Requests stay under the server's frame limit, with room for the headers. */
-    int64_t limit = fr_cnet_server_frame_max(t->client->net) - (64 << 10);
     for (int i = 0; i < nunits;) {
-        int64_t bytes = 0;
-        int j = i;
-        while (j < nunits && (j == i || bytes + (int64_t)units[j].records.len + 64 < limit))
-            bytes += (int64_t)units[j++].records.len + 64;
-        int rc = t->npk ? send_put(t, units + i, j - i, targets, ntargets, writer_id, err)
-                        : send_produce(t, units + i, j - i, writer_id, err);
-        if (rc < 0) return rc;
-        i = j;
+        int n = fr_remote_fit(t, units + i, nunits - i);
+        FR_TRY(send_group(t, units + i, n, targets, ntargets, writer_id, err));
+        i += n;
     }
     return FR_OK;
+}
+
+int fr_remote_start(fr_ctable *t, fr_rput *units, int n, const int *targets, int ntargets,
+                    int64_t writer_id, void (*notify)(void *ctx), void *ctx,
+                    fr_cnet_pending **out, fr_error *err)
+{
+    rwrite q;
+    int rc = rwrite_build(t, units, n, targets, ntargets, writer_id, &q, err);
+    if (rc == 0)
+        rc = fr_cnet_start(t->client->net, rwrite_api(t), &q.req.produce.base, 0, notify, ctx,
+                           out, err);
+    rwrite_free(&q);
+    return rc;
+}
+
+int fr_remote_finish(fr_ctable *t, fr_cnet_pending *p, fr_rput *units, int n, fr_error *err)
+{
+    ProtobufCMessage *m = NULL;
+    int rc = fr_cnet_wait(p, 0, &m, err);
+    if (rc == 0 && !m) rc = fr_fail(err, FR_ESTATE, "%s: no answer yet", fr_rpc_api_name(rwrite_api(t)));
+    if (rc == 0) rc = rwrite_results(t, m, units, n, err);
+    fr_rpc_free(m);
+    return rc;
 }
 
 /* Row i's destination: (partition index among the batch's partitions, bucket). */

@@ -461,7 +461,7 @@ static void ahead_send(firth_scanner *s, const Firth__FetchTableResult *tr, int6
     fr_error e = {0};
     if (fetch_req_build(s, pos, wait_ms, &f, &e) == 0) {
         if (fr_cnet_start(s->client->net, FR_RPC_FETCH_LOG, &f.req.base, f.req.max_wait_ms,
-                          &s->ahead, &e) < 0)
+                          NULL, NULL, &s->ahead, &e) < 0)
             s->ahead = NULL;
         fetch_req_free(&f);
     }

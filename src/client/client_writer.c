@@ -86,6 +86,7 @@ struct firth_writer {
     int first_status;        /* the first failure since the last flush */
     char first_msg[FR_ERROR_MSG_MAX];
     int64_t rows_acked, rows_changed, calls_failed;
+    struct wflight *flights; /* remote: requests in flight or waiting to be sent again */
 };
 
 void firth_writer_options_init(firth_writer_options *o)
@@ -261,10 +262,11 @@ static int join_pieces(firth_writer *w, wpiece *pieces, fr_batch **rows, uint8_t
 
 static bool retriable(int status) { return status == FR_EIO; }
 
-/* Sends the batches of the units (embedded: one unit, the table) until each is applied,
- * failed for good, or out of retries. status[i], errs[i], changed[i] get each one's end. */
+/* One unit's batch to send: its rows and ops (owned), and how it ended. */
 typedef struct wsend {
     int unit;
+    int64_t partition_id; /* the unit's, copied: callers may move the units array */
+    int bucket;
     int32_t seq;
     fr_batch *rows;
     uint8_t *ops;
@@ -288,46 +290,8 @@ static int send_local(firth_writer *w, wsend *s)
     return FR_OK;
 }
 
-/* One request for every send that is not settled yet (status FR_EIO marks those to retry). */
-static void send_remote(firth_writer *w, wsend *sends, int n, const bool *todo)
-{
-    fr_rput *units = fr_calloc((size_t)n + 1, sizeof *units);
-    int *map = fr_calloc((size_t)n + 1, sizeof *map);
-    int k = 0;
-    fr_error e = {0};
-    int rc = units && map ? FR_OK : fr_fail(&e, FR_ENOMEM, "out of memory sending rows");
-    for (int i = 0; rc == 0 && i < n; i++) {
-        if (!todo[i]) continue;
-        const wunit *u = &w->units[sends[i].unit];
-        fr_rput *p = &units[k];
-        fr_buf_init(&p->records);
-        p->partition_id = u->partition_id;
-        p->bucket = u->bucket;
-        p->rows = fr_batch_num_rows(sends[i].rows);
-        map[k++] = i;
-        rc = fr_remote_encode(w->t, sends[i].rows, w->t->npk ? sends[i].ops : NULL,
-                              w->writer_id, sends[i].seq, &p->records, &e);
-    }
-    if (rc == 0) rc = fr_remote_send(w->t, units, k, w->targets, w->ntargets, w->writer_id, &e);
-    for (int j = 0; j < k; j++) {
-        wsend *s = &sends[map[j]];
-        if (rc < 0) {
-            s->status = rc;
-            s->err = e;
-        } else {
-            s->status = units[j].status;
-            s->err = units[j].err;
-            s->changed = w->t->npk ? units[j].count : 0;
-        }
-    }
-    for (int j = 0; units && j < k; j++) fr_buf_free(&units[j].records);
-    if (!units || !map) /* nothing was tried: every send fails with the message */
-        for (int i = 0; i < n; i++)
-            if (todo[i]) sends[i].status = FR_ENOMEM, sends[i].err = e;
-    fr_free(units);
-    fr_free(map);
-}
-
+/* Writes an embedded writer's batches (one unit: the table) until each is applied, failed
+ * for good, or out of retries; each send's status, err and changed say how it ended. */
 static void send_all(firth_writer *w, wsend *sends, int n)
 {
     bool *todo = fr_calloc((size_t)n + 1, sizeof *todo);
@@ -348,12 +312,8 @@ static void send_all(firth_writer *w, wsend *sends, int n)
             nanosleep(&ts, NULL);
             backoff = backoff * 2 < 5000 ? backoff * 2 : 5000;
         }
-        if (w->client->remote) {
-            send_remote(w, sends, n, todo);
-        } else {
-            for (int i = 0; i < n; i++)
-                if (todo[i]) send_local(w, &sends[i]);
-        }
+        for (int i = 0; i < n; i++)
+            if (todo[i]) send_local(w, &sends[i]);
     }
     if (!todo)
         for (int i = 0; i < n; i++)
@@ -391,57 +351,311 @@ static void take_batch(firth_writer *w, wunit *u)
     u->bytes -= bytes;
 }
 
+/* ---- the remote writer: requests side by side ------------------------------------------------ */
+
+/* A remote writer does not wait for one request's answer before it sends the next: each
+ * round of ready units becomes a flight, sent at once, and the thread goes on encoding and
+ * sending while the server writes and fsyncs (a unit still has one batch in flight, so its
+ * rows stay in call order). The connection's reader thread says when an answer came
+ * (flight_notify); the thread then settles the flight, sending again, after the backoff,
+ * the batches that failed retriably. Only the thread touches the flights list; answered is
+ * under mu. Lock order: the connection's lock, then mu (the notify runs under the first). */
+typedef struct wflight {
+    struct wflight *next;
+    firth_writer *w;
+    wsend *sends;            /* owned, with their rows and ops */
+    int n;
+    fr_rput *units;          /* this attempt's encoded batches: units[j] is sends[map[j]] */
+    int *map;
+    int k;
+    fr_cnet_pending **reqs;  /* the requests carrying them, cut at the frame limit */
+    int *cut;                /* request r carries units [cut[r], cut[r + 1]) */
+    int nreqs;
+    int answered;            /* mu: requests answered, lost or never sent */
+    int attempt;
+    int64_t retry_ns;        /* > 0: waiting to send the retriable batches again then */
+    int64_t backoff_ms;
+} wflight;
+
+static void flight_notify(void *ctx)
+{
+    wflight *f = ctx;
+    pthread_mutex_lock(&f->w->mu);
+    f->answered++;
+    pthread_cond_signal(&f->w->work_cv);
+    pthread_mutex_unlock(&f->w->mu);
+}
+
+/* Forgets this attempt's requests and encoded batches (the answers were taken). */
+static void flight_unsend(wflight *f)
+{
+    for (int r = 0; r < f->nreqs; r++) fr_cnet_pending_free(f->reqs[r]);
+    for (int j = 0; j < f->k; j++) fr_buf_free(&f->units[j].records);
+    fr_free(f->reqs);
+    fr_free(f->cut);
+    fr_free(f->units);
+    fr_free(f->map);
+    f->reqs = NULL;
+    f->cut = NULL;
+    f->units = NULL;
+    f->map = NULL;
+    f->k = f->nreqs = 0;
+}
+
+static void flight_free(wflight *f)
+{
+    flight_unsend(f);
+    for (int i = 0; i < f->n; i++) {
+        fr_batch_free(f->sends[i].rows);
+        fr_free(f->sends[i].ops);
+    }
+    fr_free(f->sends);
+    fr_free(f);
+}
+
+/* Whether send s is to go in this attempt: the first sends what was joined, later ones
+ * what failed retriably. */
+static bool flight_todo(const wflight *f, const wsend *s)
+{
+    return s->rows && (f->attempt == 0 ? s->status == 0 : retriable(s->status));
+}
+
+/* Encodes the batches to send and sends them, in requests under the frame limit (mu not
+ * held). A batch that cannot be encoded, or a request that cannot be sent, fails its sends
+ * (retriably when the connection is the cause) and counts as answered. */
+static void flight_send(firth_writer *w, wflight *f)
+{
+    int todo = 0;
+    for (int i = 0; i < f->n; i++) todo += flight_todo(f, &f->sends[i]);
+    f->units = fr_calloc((size_t)todo + 1, sizeof *f->units);
+    f->map = fr_calloc((size_t)todo + 1, sizeof *f->map);
+    f->reqs = fr_calloc((size_t)todo + 1, sizeof *f->reqs);
+    f->cut = fr_calloc((size_t)todo + 2, sizeof *f->cut);
+    fr_error e = {0};
+    int rc = f->units && f->map && f->reqs && f->cut
+                 ? FR_OK : fr_fail(&e, FR_ENOMEM, "out of memory sending rows");
+    for (int i = 0; rc == 0 && i < f->n; i++) {
+        wsend *s = &f->sends[i];
+        if (!flight_todo(f, s)) continue;
+        fr_rput *p = &f->units[f->k];
+        fr_buf_init(&p->records);
+        p->partition_id = s->partition_id;
+        p->bucket = s->bucket;
+        p->rows = fr_batch_num_rows(s->rows);
+        f->map[f->k++] = i;
+        rc = fr_remote_encode(w->t, s->rows, w->t->npk ? s->ops : NULL, w->writer_id, s->seq,
+                              &p->records, &e);
+    }
+    for (int at = 0; rc == 0 && at < f->k; f->nreqs++) {
+        int n = fr_remote_fit(w->t, f->units + at, f->k - at);
+        f->cut[f->nreqs] = at;
+        f->cut[f->nreqs + 1] = at + n;
+        if (fr_remote_start(w->t, f->units + at, n, w->targets, w->ntargets, w->writer_id,
+                            flight_notify, f, &f->reqs[f->nreqs], &e) < 0) {
+            for (int j = at; j < at + n; j++) {
+                f->units[j].status = e.code;
+                f->units[j].err = e;
+            }
+            flight_notify(f);
+        }
+        at += n;
+    }
+    if (rc < 0) { /* nothing was sent: every batch of the attempt fails with the cause */
+        for (int i = 0; i < f->n; i++)
+            if (flight_todo(f, &f->sends[i])) f->sends[i].status = rc, f->sends[i].err = e;
+        flight_unsend(f);
+        flight_notify(f); /* answered (1) == nreqs (0) + 1: settled below as is */
+    }
+}
+
+/* Takes the answers of an answered flight into its sends' statuses (mu not held). */
+static void flight_take(firth_writer *w, wflight *f)
+{
+    for (int r = 0; r < f->nreqs; r++) {
+        int from = f->cut[r], n = f->cut[r + 1] - from;
+        if (f->reqs[r]) {
+            fr_error e = {0};
+            int rc = fr_remote_finish(w->t, f->reqs[r], f->units + from, n, &e);
+            for (int j = from; rc < 0 && j < from + n; j++) {
+                f->units[j].status = rc;
+                f->units[j].err = e;
+            }
+        }
+        for (int j = from; j < from + n; j++) {
+            wsend *s = &f->sends[f->map[j]];
+            s->status = f->units[j].status;
+            s->err = f->units[j].err;
+            s->changed = w->t->npk ? f->units[j].count : 0;
+        }
+    }
+    flight_unsend(f);
+}
+
+/* Settles the sends of f that are done (mu held): into *done, their batches freed. True when
+ * every send is; otherwise f waits for its retry. */
+static bool flight_settle(firth_writer *w, wflight *f, int64_t now, wcall **done)
+{
+    bool again = f->attempt < w->o.retries;
+    int left = 0;
+    for (int i = 0; i < f->n; i++) {
+        wsend *s = &f->sends[i];
+        if (!s->rows) continue;
+        if (again && retriable(s->status)) {
+            left++;
+            continue;
+        }
+        finish_batch(w, &w->units[s->unit], s->status, &s->err, s->changed, done);
+        fr_batch_free(s->rows);
+        fr_free(s->ops);
+        s->rows = NULL;
+        s->ops = NULL;
+    }
+    if (left == 0) return true;
+    f->attempt++;
+    f->answered = 0;
+    f->retry_ns = now + f->backoff_ms * 1000000;
+    f->backoff_ms = f->backoff_ms * 2 < 5000 ? f->backoff_ms * 2 : 5000;
+    return false;
+}
+
+/* A flight of the ready units' next batches (mu held); NULL when out of memory. */
+static wflight *flight_new(firth_writer *w, int ready, int64_t now)
+{
+    wflight *f = fr_calloc(1, sizeof *f);
+    wsend *sends = fr_calloc((size_t)ready, sizeof *sends);
+    if (!f || !sends) {
+        fr_free(f);
+        fr_free(sends);
+        return NULL;
+    }
+    *f = (wflight){.w = w, .sends = sends, .backoff_ms = w->o.retry_backoff_ms};
+    for (int i = 0; i < w->nunits; i++) {
+        wunit *u = &w->units[i];
+        if (!unit_ready(w, u, now)) continue;
+        take_batch(w, u);
+        sends[f->n++] = (wsend){.unit = i, .partition_id = u->partition_id,
+                                .bucket = u->bucket, .seq = u->next_seq};
+    }
+    return f;
+}
+
+/* Joins the pieces of each of f's batches into one batch of rows (mu not held). */
+static void flight_join(firth_writer *w, wflight *f)
+{
+    for (int i = 0; i < f->n; i++) {
+        pthread_mutex_lock(&w->mu);
+        wpiece *pieces = w->units[f->sends[i].unit].sending;
+        pthread_mutex_unlock(&w->mu);
+        fr_error e = {0};
+        f->sends[i].status = join_pieces(w, pieces, &f->sends[i].rows, &f->sends[i].ops, &e);
+        f->sends[i].err = e;
+    }
+}
+
+/* One turn of the remote writer's thread (mu held on entry and exit): a new flight for the
+ * ready units, the answered flights settled, the retries due sent. False when there was
+ * nothing to do; *wake is then when something is due. */
+static bool remote_turn(firth_writer *w, int64_t *wake, wcall **done)
+{
+    int64_t now = fr_monotonic_ns();
+    int ready = 0;
+    for (int i = 0; i < w->nunits; i++) {
+        wunit *u = &w->units[i];
+        if (unit_ready(w, u, now)) ready++;
+        else if (u->head && !u->sending && u->oldest_ns + w->o.linger_ms * 1000000 < *wake)
+            *wake = u->oldest_ns + w->o.linger_ms * 1000000;
+    }
+    bool busy = false;
+    for (wflight *f = w->flights; f; f = f->next) {
+        if (f->retry_ns > 0 && f->retry_ns > now && f->retry_ns < *wake) *wake = f->retry_ns;
+        busy |= f->retry_ns > 0 ? f->retry_ns <= now : f->answered >= f->nreqs;
+    }
+    if (ready == 0 && !busy) return false;
+    wflight *nf = ready ? flight_new(w, ready, now) : NULL;
+    wflight *answered[64];
+    int nans = 0;
+    for (wflight *f = w->flights; f && nans < 64; f = f->next)
+        if (f->retry_ns > 0 ? f->retry_ns <= now : f->answered >= f->nreqs) answered[nans++] = f;
+    pthread_mutex_unlock(&w->mu);
+    for (int i = 0; i < nans; i++) {
+        if (answered[i]->retry_ns > 0) {
+            answered[i]->retry_ns = 0;
+            flight_send(w, answered[i]);
+        } else {
+            flight_take(w, answered[i]);
+        }
+    }
+    if (nf) {
+        flight_join(w, nf);
+        flight_send(w, nf);
+    }
+    pthread_mutex_lock(&w->mu);
+    if (nf) {
+        nf->next = w->flights;
+        w->flights = nf;
+    }
+    for (wflight **pf = &w->flights; *pf;) {
+        wflight *f = *pf;
+        bool taken = false;
+        for (int i = 0; i < nans && !taken; i++) taken = answered[i] == f && f->nreqs == 0;
+        if (taken && flight_settle(w, f, now, done)) {
+            *pf = f->next;
+            flight_free(f);
+            continue;
+        }
+        pf = &f->next;
+    }
+    if (ready && !nf) /* out of memory for the flight: wait a little before trying again */
+        timed_wait(&w->work_cv, &w->mu, fr_monotonic_ns() + 10000000);
+    return true;
+}
+
+/* ---- the writer's thread ------------------------------------------------------------------- */
+
+/* An embedded writer's round: the ready units' batches written one after the other. */
+static bool local_turn(firth_writer *w, int64_t *wake, wcall **done)
+{
+    int64_t now = fr_monotonic_ns();
+    int ready = 0;
+    for (int i = 0; i < w->nunits; i++) {
+        wunit *u = &w->units[i];
+        if (unit_ready(w, u, now)) ready++;
+        else if (u->head && !u->sending && u->oldest_ns + w->o.linger_ms * 1000000 < *wake)
+            *wake = u->oldest_ns + w->o.linger_ms * 1000000;
+    }
+    if (ready == 0) return false;
+    wflight *f = flight_new(w, ready, now);
+    if (!f) { /* out of memory for the list: wait a little before trying again */
+        timed_wait(&w->work_cv, &w->mu, fr_monotonic_ns() + 10000000);
+        return true;
+    }
+    pthread_mutex_unlock(&w->mu);
+    flight_join(w, f);
+    int nsend = 0;
+    for (int i = 0; i < f->n; i++) nsend += f->sends[i].status == 0;
+    if (nsend > 0) send_all(w, f->sends, f->n);
+    pthread_mutex_lock(&w->mu);
+    for (int i = 0; i < f->n; i++)
+        finish_batch(w, &w->units[f->sends[i].unit], f->sends[i].status, &f->sends[i].err,
+                     f->sends[i].changed, done);
+    flight_free(f);
+    return true;
+}
+
 static void *writer_main(void *arg)
 {
     firth_writer *w = arg;
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        int64_t now = fr_monotonic_ns(), wake = INT64_MAX;
-        int ready = 0;
-        for (int i = 0; i < w->nunits; i++) {
-            wunit *u = &w->units[i];
-            if (unit_ready(w, u, now)) ready++;
-            else if (u->head && !u->sending && u->oldest_ns + w->o.linger_ms * 1000000 < wake)
-                wake = u->oldest_ns + w->o.linger_ms * 1000000;
-        }
-        if (ready == 0) {
-            if (w->stopping && !w->open) break;
+        int64_t wake = INT64_MAX;
+        wcall *done = NULL;
+        bool did = w->client->remote ? remote_turn(w, &wake, &done) : local_turn(w, &wake, &done);
+        if (!did) {
+            if (w->stopping && !w->open && !w->flights) break;
             if (wake == INT64_MAX) pthread_cond_wait(&w->work_cv, &w->mu);
             else timed_wait(&w->work_cv, &w->mu, wake);
             continue;
         }
-        wsend *sends = fr_calloc((size_t)ready, sizeof *sends);
-        int n = 0;
-        for (int i = 0; sends && i < w->nunits; i++) {
-            wunit *u = &w->units[i];
-            if (!unit_ready(w, u, now)) continue;
-            take_batch(w, u);
-            sends[n++] = (wsend){.unit = i, .seq = u->next_seq};
-        }
-        pthread_mutex_unlock(&w->mu);
-        /* The pieces in flight belong to this thread: join them without the lock. The units
-         * array may be reallocated by callers meanwhile, so it is indexed again under mu. */
-        for (int i = 0; i < n; i++) {
-            pthread_mutex_lock(&w->mu);
-            wpiece *pieces = w->units[sends[i].unit].sending;
-            pthread_mutex_unlock(&w->mu);
-            fr_error e = {0};
-            sends[i].status = join_pieces(w, pieces, &sends[i].rows, &sends[i].ops, &e);
-            sends[i].err = e;
-        }
-        int nsend = 0;
-        for (int i = 0; i < n; i++) nsend += sends[i].status == 0;
-        if (nsend > 0) send_all(w, sends, n);
-        pthread_mutex_lock(&w->mu);
-        wcall *done = NULL;
-        for (int i = 0; i < n; i++) {
-            finish_batch(w, &w->units[sends[i].unit], sends[i].status, &sends[i].err,
-                         sends[i].changed, &done);
-            fr_batch_free(sends[i].rows);
-            fr_free(sends[i].ops);
-        }
-        bool oom = !sends;
-        fr_free(sends);
         pthread_cond_broadcast(&w->done_cv);
         if (done) {
             w->acking++;
@@ -451,8 +665,6 @@ static void *writer_main(void *arg)
             w->acking--;
             pthread_cond_broadcast(&w->done_cv);
         }
-        if (oom) /* out of memory for the list: wait a little before trying again */
-            timed_wait(&w->work_cv, &w->mu, fr_monotonic_ns() + 10000000);
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
