@@ -330,6 +330,20 @@ static bool unit_ready(const firth_writer *w, const wunit *u, int64_t now)
            now - u->oldest_ns >= w->o.linger_ms * 1000000;
 }
 
+/* How many units should go now (mu held); *wake moves to the end of the earliest linger
+ * of the others. */
+static int units_ready(const firth_writer *w, int64_t now, int64_t *wake)
+{
+    int ready = 0;
+    for (int i = 0; i < w->nunits; i++) {
+        const wunit *u = &w->units[i];
+        if (unit_ready(w, u, now)) ready++;
+        else if (u->head && !u->sending && u->oldest_ns + w->o.linger_ms * 1000000 < *wake)
+            *wake = u->oldest_ns + w->o.linger_ms * 1000000;
+    }
+    return ready;
+}
+
 /* Moves the unit's next batch from its queue to in flight (mu held): the pieces from the
  * head up to batch_bytes (at least one). Bounding the batch keeps the client's joining and
  * encoding, the transfer and the server's write of successive batches overlapping; a writer
@@ -558,13 +572,7 @@ static void flight_join(firth_writer *w, wflight *f)
 static bool remote_turn(firth_writer *w, int64_t *wake, wcall **done)
 {
     int64_t now = fr_monotonic_ns();
-    int ready = 0;
-    for (int i = 0; i < w->nunits; i++) {
-        wunit *u = &w->units[i];
-        if (unit_ready(w, u, now)) ready++;
-        else if (u->head && !u->sending && u->oldest_ns + w->o.linger_ms * 1000000 < *wake)
-            *wake = u->oldest_ns + w->o.linger_ms * 1000000;
-    }
+    int ready = units_ready(w, now, wake);
     bool busy = false;
     for (wflight *f = w->flights; f; f = f->next) {
         if (f->retry_ns > 0 && f->retry_ns > now && f->retry_ns < *wake) *wake = f->retry_ns;
@@ -616,13 +624,7 @@ static bool remote_turn(firth_writer *w, int64_t *wake, wcall **done)
 static bool local_turn(firth_writer *w, int64_t *wake, wcall **done)
 {
     int64_t now = fr_monotonic_ns();
-    int ready = 0;
-    for (int i = 0; i < w->nunits; i++) {
-        wunit *u = &w->units[i];
-        if (unit_ready(w, u, now)) ready++;
-        else if (u->head && !u->sending && u->oldest_ns + w->o.linger_ms * 1000000 < *wake)
-            *wake = u->oldest_ns + w->o.linger_ms * 1000000;
-    }
+    int ready = units_ready(w, now, wake);
     if (ready == 0) return false;
     wflight *f = flight_new(w, ready, now);
     if (!f) { /* out of memory for the list: wait a little before trying again */
