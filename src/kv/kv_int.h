@@ -86,6 +86,37 @@ int kv_pending_set(kv_pending *p, kv_entry *e, const uint8_t *val, size_t vlen, 
  * batch in key order inserts into the memtable's skip list faster. */
 int kv_pending_dirty_sorted(kv_pending *p, kv_entry ***out, size_t *n, fr_error *err);
 
+/* ---- column buffers filled row by row (kv_cols.c) ----------------------------------------- */
+
+typedef struct kv_col {
+    fr_type type;
+    int width;          /* bytes per fixed-width value; 0: BOOLEAN bits or var-width */
+    bool var;
+    uint8_t *validity;  /* a bit per row, set unless NULL */
+    int32_t *offsets;   /* var-width: rows + 1 */
+    uint8_t *values;
+    size_t vlen, vcap;  /* var-width: bytes used and allocated; fixed: vcap only */
+    int64_t nulls;
+} kv_col;
+
+/* Rows of a schema gathered column by column; the schema is borrowed. */
+typedef struct kv_cols {
+    const fr_schema *schema;
+    int ncols;
+    kv_col *cols;
+    int64_t rows, cap;
+    fr_arena *arena; /* for the rare value that must be cast first */
+} kv_cols;
+
+int kv_cols_init(kv_cols *k, const fr_schema *schema, fr_error *err);
+void kv_cols_free(kv_cols *k);
+/* Appends one row: a value per column, of the column's type (another type is cast, as the
+ * builder would). The row is all or nothing: on error nothing of it stays. */
+int kv_cols_append(kv_cols *k, const fr_value *row, fr_error *err);
+/* The rows gathered so far as a batch of the schema; the buffers go to the batch and k is
+ * empty again, ready for more rows. */
+int kv_cols_finish(kv_cols *k, fr_batch **out, fr_error *err);
+
 /* ---- the environment (kv_env.c) --------------------------------------------------------- */
 
 /* Sizes of an environment a store makes for itself (spec.env NULL): RocksDB's default

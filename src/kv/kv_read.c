@@ -2,8 +2,9 @@
  *
  * Every read works on one RocksDB snapshot, so it sees the state as of the last completed
  * write and never a write half applied, and takes no lock of the store: writes go on
- * beside it. Rows are decoded from their stored form and gathered into Arrow batches;
- * scans filter them with the caller's predicate and project them. */
+ * beside it. Rows are decoded from their stored form and gathered into Arrow batches (a
+ * point lookup's straight into column buffers); scans filter them with the caller's
+ * predicate and project them. */
 #include "kv/kv_int.h"
 
 /* Bytes of the next stored row a lookup asks the cache for while it decodes one. */
@@ -355,7 +356,8 @@ static void lookup_prefetch(const char *v, size_t vlen)
 /* Found rows, decoded into the sink's builder in the order of the keys. vals and dup are
  * in key order (ks->order); pos maps a row to its place there. */
 static int lookup_emit(fr_kv *kv, const kv_keyset *ks, int64_t n, rocksdb_pinnableslice_t **vals,
-                       const bool *dup, kv_sink *s, bool *found, fr_error *err)
+                       const bool *dup, kv_cols *cols, fr_value *values, bool *found,
+                       fr_error *err)
 {
     int64_t *pos = fr_malloc(((size_t)n + 1) * sizeof *pos);
     FR_CHECK(pos, FR_ENOMEM, err, "%s: out of memory for a lookup", kv->name);
@@ -371,18 +373,18 @@ static int lookup_emit(fr_kv *kv, const kv_keyset *ks, int64_t n, rocksdb_pinnab
         next = i + 1 < n ? lookup_value(pos, vals, dup, i + 1, &nlen) : NULL;
         if (next) lookup_prefetch(next, nlen);
         if (!v) continue;
-        rc = kv_row_decode(kv, (const uint8_t *)v, vlen, s->values, err);
-        if (rc == FR_OK) rc = sink_append_values(s, s->bld, true, err);
+        rc = kv_row_decode(kv, (const uint8_t *)v, vlen, values, err);
+        if (rc == FR_OK) rc = kv_cols_append(cols, values, err);
         found[i] = rc == FR_OK;
     }
     fr_free(pos);
     return rc;
 }
 
-/* Looks the keys of ks up in one snapshot, rows into the sink. The values stay pinned until
+/* Looks the keys of ks up in one snapshot, rows into cols. The values stay pinned until
  * every row is decoded. */
-static int lookup_all(fr_kv *kv, const kv_keyset *ks, int64_t n, kv_sink *s, bool *found,
-                      fr_error *err)
+static int lookup_all(fr_kv *kv, const kv_keyset *ks, int64_t n, kv_cols *cols,
+                      fr_value *values, bool *found, fr_error *err)
 {
     size_t m = (size_t)ks->nordered;
     rocksdb_pinnableslice_t **vals = fr_calloc(m + 1, sizeof *vals);
@@ -393,7 +395,7 @@ static int lookup_all(fr_kv *kv, const kv_keyset *ks, int64_t n, kv_sink *s, boo
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
     rocksdb_readoptions_set_snapshot(ro, snap);
     if (rc == FR_OK) rc = lookup_multiget(kv, ks, ks->order, m, ro, vals, dup, err);
-    if (rc == FR_OK) rc = lookup_emit(kv, ks, n, vals, dup, s, found, err);
+    if (rc == FR_OK) rc = lookup_emit(kv, ks, n, vals, dup, cols, values, found, err);
     for (size_t k = 0; vals && k < m; k++)
         if (vals[k]) rocksdb_pinnableslice_destroy(vals[k]);
     rocksdb_readoptions_destroy(ro);
@@ -411,15 +413,21 @@ int fr_kv_lookup(fr_kv *kv, const fr_batch *keys, bool *found, fr_batch **out, f
              fr_batch_num_columns(keys));
     int64_t n = fr_batch_num_rows(keys);
     for (int64_t i = 0; i < n; i++) found[i] = false;
-    kv_sink s;
+    /* The found rows are decoded straight into column buffers (kv_cols.c), not through a
+     * builder: every value has its column's type already. */
+    kv_cols cols;
     kv_keyset ks;
     memset(&ks, 0, sizeof ks);
     fr_buf_init(&ks.bytes);
-    int rc = sink_init(&s, kv, NULL, 0, NULL, 0, NULL, NULL, err);
+    fr_value *values = fr_calloc((size_t)kv->ncols, sizeof *values);
+    int rc = values ? kv_cols_init(&cols, kv->schema, err)
+                    : fr_fail(err, FR_ENOMEM, "%s: out of memory for a lookup", kv->name);
+    if (!values) memset(&cols, 0, sizeof cols);
     if (rc == FR_OK) rc = keyset_build(kv, keys, &ks, err);
-    if (rc == FR_OK) rc = lookup_all(kv, &ks, n, &s, found, err);
-    if (rc == FR_OK) rc = fr_builder_finish(s.bld, out, err);
+    if (rc == FR_OK) rc = lookup_all(kv, &ks, n, &cols, values, found, err);
+    if (rc == FR_OK) rc = kv_cols_finish(&cols, out, err);
     keyset_free(&ks);
-    sink_free(&s);
+    kv_cols_free(&cols);
+    fr_free(values);
     return rc;
 }

@@ -33,7 +33,7 @@ typedef struct kv_wctx {
     fr_kv *kv;
     const bool *targets; /* per column, or NULL for full writes */
     fr_arena *arena;
-    fr_builder *bld;
+    kv_cols cols; /* the changelog's records once they are not the input rows */
     fr_buf cts; /* one change type per changelog record */
     fr_buf key, row;
     fr_value *in, *old, *out, *tmp; /* ncols each */
@@ -158,19 +158,17 @@ static int kv_check_targets(fr_kv *kv, const int *targets, int ntarget, bool *fl
 
 /* ---- records ------------------------------------------------------------------------------ */
 
-/* Copies the records kept lazily (rows 0..nrecords-1 of the input) into the builder; from
- * then on every record is built. */
+/* Copies the records kept lazily (rows 0..nrecords-1 of the input) into the column
+ * buffers; from then on every record is built. */
 static int kv_materialize(kv_wctx *w, fr_error *err)
 {
     fr_kv *kv = w->kv;
     w->lazy = false;
     for (int64_t r = 0; r < w->nrecords; r++) {
         kv_row_values(w->rows, r, kv->ncols, w->tmp);
-        for (int c = 0; c < kv->ncols; c++) {
-            int rc = fr_builder_append(w->bld, c, &w->tmp[c], err);
-            if (rc < 0) return fr_error_wrap(err, "%s: changelog record %lld", kv->name,
-                                             (long long)r);
-        }
+        int rc = kv_cols_append(&w->cols, w->tmp, err);
+        if (rc < 0) return fr_error_wrap(err, "%s: changelog record %lld", kv->name,
+                                         (long long)r);
     }
     return FR_OK;
 }
@@ -186,8 +184,8 @@ static int kv_emit(kv_wctx *w, fr_change_type ct, const fr_value *row, fr_error 
                     (ct == FR_CHANGE_INSERT || ct == FR_CHANGE_UPDATE_AFTER);
         if (!same) FR_TRY(kv_materialize(w, err));
     }
-    for (int c = 0; !w->lazy && c < kv->ncols; c++) {
-        int rc = fr_builder_append(w->bld, c, &row[c], err);
+    if (!w->lazy) {
+        int rc = kv_cols_append(&w->cols, row, err);
         if (rc < 0) return fr_error_wrap(err, "%s: %s record", kv->name, fr_change_type_name(ct));
     }
     uint8_t b = (uint8_t)ct;
@@ -298,7 +296,7 @@ static int kv_append(kv_wctx *w, int64_t writer_id, int32_t seq, int64_t *base,
     fr_buf_reset(enc);
     bool whole = w->lazy && w->nrecords == fr_batch_num_rows(w->rows);
     int rc = whole || !w->lazy ? FR_OK : kv_materialize(w, err);
-    if (rc == FR_OK && !whole) rc = fr_builder_finish(w->bld, &b, err);
+    if (rc == FR_OK && !whole) rc = kv_cols_finish(&w->cols, &b, err);
     if (rc == FR_OK) {
         fr_rb_params p = { .schema_id = fr_schema_id(kv->schema),
                            .compression = kv->compression,
@@ -592,12 +590,12 @@ static int kv_wctx_init(kv_wctx *w, fr_kv *kv, fr_error *err)
     w->old = w->in + kv->ncols;
     w->out = w->old + kv->ncols;
     w->tmp = w->out + kv->ncols;
-    return fr_builder_new(kv->schema, &w->bld, err);
+    return kv_cols_init(&w->cols, kv->schema, err);
 }
 
 static void kv_wctx_free(kv_wctx *w)
 {
-    fr_builder_free(w->bld);
+    kv_cols_free(&w->cols);
     if (w->arena) fr_arena_free(w->arena);
     fr_free(w->entries);
     fr_free(w->in);

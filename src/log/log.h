@@ -39,6 +39,8 @@ typedef struct fr_rb_params {
     int64_t writer_id;      /* FR_NO_WRITER when not idempotent */
     int32_t batch_sequence; /* -1 when not idempotent */
     const uint8_t *change_types; /* one fr_change_type per row, or NULL for append-only */
+    bool no_stats;          /* leave the statistics block out (stats_length 0): for batches
+                               that no read prunes, such as the rows a lookup returns */
 } fr_rb_params;
 
 /* Encodes b as one record batch (header, column statistics, change types, Arrow IPC

@@ -312,7 +312,7 @@ static int rb_encode_sections(const fr_batch *b, const fr_rb_params *params, int
                               size_t start, fr_buf *out, fr_error *err)
 {
     FR_TRY(fr_buf_append_zeros(out, FR_RB_HEADER_BYTES, err));
-    FR_TRY(rb_encode_stats(b, out, err));
+    if (!params->no_stats) FR_TRY(rb_encode_stats(b, out, err));
     size_t stats_len = out->len - start - FR_RB_HEADER_BYTES;
     if (params->change_types) {
         for (int64_t i = 0; i < rows; i++)

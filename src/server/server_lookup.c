@@ -4,7 +4,8 @@
  * columns (all of them for a lookup, the first n for a prefix lookup), written with the
  * table's schema id; they are decoded against the table's schema projected to those
  * columns. Found rows go back as record batches of the projected columns (uncompressed:
- * lookups are about latency), at most LOOKUP_BATCH_ROWS rows each. */
+ * lookups are about latency; without statistics, which no one reads), at most
+ * LOOKUP_BATCH_ROWS rows each. */
 #include "server/server_int.h"
 
 #include <inttypes.h>
@@ -83,6 +84,7 @@ static int encode_rows(fr_table *t, const fr_batch *rows, const int *cols, int n
         .writer_id = FR_NO_WRITER,
         .batch_sequence = -1,
         .change_types = NULL,
+        .no_stats = true, /* the client decodes every row: statistics would go unread */
     };
     int rc = FR_OK;
     for (int64_t at = 0; rc == FR_OK && at < n; at += LOOKUP_BATCH_ROWS) {

@@ -103,6 +103,22 @@ static void test_rb_stats(void **state)
     assert_int_equal(fr_schema_new(&one, 1, 0, &s1, &err), 0);
     assert_int_equal(fr_rb_stats(&v, s1, st, &err), FR_ECORRUPT);
     fr_schema_free(s1);
+    /* Without statistics: the block is empty and the rows are the same. */
+    fr_batch *b = lt_batch(s, 10, 20);
+    fr_rb_params p = { .schema_id = fr_schema_id(s), .compression = FR_COMPRESSION_NONE,
+                       .writer_id = FR_NO_WRITER, .batch_sequence = -1, .no_stats = true };
+    fr_buf bare;
+    fr_buf_init(&bare);
+    assert_int_equal(fr_rb_encode(b, &p, &bare, &err), 0);
+    fr_rb_view w;
+    assert_int_equal(fr_rb_decode(bare.data, bare.len, &w, &err), 0);
+    assert_int_equal(w.stats_length, 0);
+    assert_true(bare.len < buf.len);
+    assert_int_equal(fr_rb_stats(&w, s, st, &err), FR_ENOTFOUND);
+    assert_int_equal(w.ipc_length, v.ipc_length);
+    assert_memory_equal(w.ipc, v.ipc, (size_t)v.ipc_length);
+    fr_buf_free(&bare);
+    fr_batch_free(b);
     fr_buf_free(&buf);
     fr_schema_free(s);
 }
