@@ -52,8 +52,8 @@ static int grow(void *pp, size_t *cap, size_t need, fr_error *err)
 {
     uint8_t **p = pp;
     if (need <= *cap) return FR_OK;
-    size_t ncap = *cap ? *cap : 256;
-    while (ncap < need) ncap *= 2;
+    size_t ncap = *cap ? *cap * 2 : 256;
+    if (ncap < need) ncap = need;
     uint8_t *n = fr_realloc(*p, ncap);
     FR_CHECK(n, FR_ENOMEM, err, "out of memory for %zu bytes of a column", ncap);
     *p = n;
@@ -61,11 +61,9 @@ static int grow(void *pp, size_t *cap, size_t need, fr_error *err)
     return FR_OK;
 }
 
-/* Room for one more row in every column's validity, offsets and fixed values. */
-static int reserve_row(kv_cols *k, fr_error *err)
+/* Room for ncap rows in every column's validity, offsets and fixed values. */
+static int grow_rows(kv_cols *k, int64_t ncap, fr_error *err)
 {
-    if (k->rows < k->cap) return FR_OK;
-    int64_t ncap = k->cap ? k->cap * 2 : KV_COLS_FIRST_ROWS;
     FR_CHECK(ncap <= FR_BATCH_ROWS_MAX, FR_ELIMIT, err, "a batch holds at most %d rows",
              FR_BATCH_ROWS_MAX);
     for (int i = 0; i < k->ncols; i++) {
@@ -89,6 +87,19 @@ static int reserve_row(kv_cols *k, fr_error *err)
     }
     k->cap = ncap;
     return FR_OK;
+}
+
+static int reserve_row(kv_cols *k, fr_error *err)
+{
+    if (k->rows < k->cap) return FR_OK;
+    return grow_rows(k, k->cap ? k->cap * 2 : KV_COLS_FIRST_ROWS, err);
+}
+
+int kv_cols_reserve(kv_cols *k, int64_t rows, fr_error *err)
+{
+    if (rows > FR_BATCH_ROWS_MAX) rows = FR_BATCH_ROWS_MAX;
+    k->hint = rows;
+    return rows > k->cap ? grow_rows(k, rows, err) : FR_OK;
 }
 
 /* A value of the column's physical form: v itself, or v cast into the arena. */
@@ -150,7 +161,12 @@ static int put_cell(kv_cols *k, kv_col *c, int64_t row, const fr_value *v, fr_er
         size_t n = x->v.s.len;
         FR_CHECK(n <= (size_t)INT32_MAX - c->vlen, FR_ELIMIT, err,
                  "a batch holds at most %d bytes of strings per column", INT32_MAX);
-        FR_TRY(grow(&c->values, &c->vcap, c->vlen + n, err));
+        /* The first value says how long the others may be: room for the rows expected. */
+        size_t need = c->vlen + n;
+        if (c->vcap == 0 && k->hint > row && n <= (size_t)INT32_MAX / (size_t)k->hint)
+            need = n * (size_t)(k->hint - row) + n / 4 * (size_t)(k->hint - row);
+        if (need < c->vlen + n) need = c->vlen + n;
+        FR_TRY(grow(&c->values, &c->vcap, need, err));
         if (n) memcpy(c->values + c->vlen, x->v.s.ptr, n);
         c->vlen += n;
         c->offsets[row + 1] = (int32_t)c->vlen;
@@ -208,7 +224,7 @@ int kv_cols_finish(kv_cols *k, fr_batch **out, fr_error *err)
         c->nulls = 0;
     }
     int64_t rows = k->rows;
-    k->rows = k->cap = 0;
+    k->rows = k->cap = k->hint = 0;
     int rc = fr_batch_from_buffers(k->schema, rows, bufs, nulls, out, err);
     fr_free(bufs);
     fr_free(nulls);

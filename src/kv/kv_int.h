@@ -105,11 +105,15 @@ typedef struct kv_cols {
     int ncols;
     kv_col *cols;
     int64_t rows, cap;
+    int64_t hint;    /* rows expected (kv_cols_reserve), or 0 */
     fr_arena *arena; /* for the rare value that must be cast first */
 } kv_cols;
 
 int kv_cols_init(kv_cols *k, const fr_schema *schema, fr_error *err);
 void kv_cols_free(kv_cols *k);
+/* Makes room for `rows` rows up front (and sizes var-width columns by their first value),
+ * when the caller knows about how many will come. */
+int kv_cols_reserve(kv_cols *k, int64_t rows, fr_error *err);
 /* Appends one row: a value per column, of the column's type (another type is cast, as the
  * builder would). The row is all or nothing: on error nothing of it stays. */
 int kv_cols_append(kv_cols *k, const fr_value *row, fr_error *err);

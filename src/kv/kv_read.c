@@ -424,6 +424,7 @@ int fr_kv_lookup(fr_kv *kv, const fr_batch *keys, bool *found, fr_batch **out, f
                     : fr_fail(err, FR_ENOMEM, "%s: out of memory for a lookup", kv->name);
     if (!values) memset(&cols, 0, sizeof cols);
     if (rc == FR_OK) rc = keyset_build(kv, keys, &ks, err);
+    if (rc == FR_OK) rc = kv_cols_reserve(&cols, ks.nordered, err);
     if (rc == FR_OK) rc = lookup_all(kv, &ks, n, &cols, values, found, err);
     if (rc == FR_OK) rc = kv_cols_finish(&cols, out, err);
     keyset_free(&ks);

@@ -160,10 +160,19 @@ static int kv_check_targets(fr_kv *kv, const int *targets, int ntarget, bool *fl
 
 /* Copies the records kept lazily (rows 0..nrecords-1 of the input) into the column
  * buffers; from then on every record is built. */
+/* Room in the column buffers for the records a write of these rows may have: one per row,
+ * or two (-U and +U) with FULL images. */
+static int kv_cols_expect(kv_wctx *w, fr_error *err)
+{
+    int64_t n = fr_batch_num_rows(w->rows);
+    return kv_cols_reserve(&w->cols, w->kv->image == FR_CHANGELOG_FULL ? 2 * n : n, err);
+}
+
 static int kv_materialize(kv_wctx *w, fr_error *err)
 {
     fr_kv *kv = w->kv;
     w->lazy = false;
+    FR_TRY(kv_cols_expect(w, err));
     for (int64_t r = 0; r < w->nrecords; r++) {
         kv_row_values(w->rows, r, kv->ncols, w->tmp);
         int rc = kv_cols_append(&w->cols, w->tmp, err);
@@ -400,6 +409,7 @@ static int kv_records(kv_wctx *w, const fr_batch *rows, const uint8_t *ops, fr_e
     FR_TRY(kv_prepare(w, rows, ops, err));
     w->rows = rows;
     w->lazy = !w->targets;
+    if (!w->lazy) FR_TRY(kv_cols_expect(w, err));
     for (int64_t i = 0; i < n; i++) {
         bool del = ops && ops[i] == FR_KV_DELETE;
         w->row_index = i;
