@@ -174,7 +174,7 @@ int fr_rpc_frame_decode(fr_rpc_direction d, const uint8_t *p, size_t n,
 int fr_rpc_write_request(fr_buf *out, fr_rpc_api api, int api_version, int32_t request_id,
                          const ProtobufCMessage *body, int64_t frame_bytes_max,
                          fr_error *err);
-/* A request frame as a list of pieces: large bytes fields (record batches) are referenced
+/* A frame as a list of pieces: large bytes fields (record batches) are referenced
  * where they are, not copied; the rest is copied into `copied`. iov[0..niov) is the whole
  * frame, to hand to writev/sendmsg while the referenced bytes live. */
 typedef struct fr_rpc_gather_part_t {
@@ -197,6 +197,11 @@ void fr_rpc_gather_free(fr_rpc_gather *g);
 int fr_rpc_write_request_gather(fr_rpc_gather *g, fr_rpc_api api, int api_version,
                                 int32_t request_id, const ProtobufCMessage *body,
                                 int64_t frame_bytes_max, fr_error *err);
+/* fr_rpc_write_response into an empty g, the same way (a fetch's record batches are sent
+ * from the buffers they were read into). */
+int fr_rpc_write_response_gather(fr_rpc_gather *g, fr_rpc_result result, int32_t request_id,
+                                 const ProtobufCMessage *body, int64_t frame_bytes_max,
+                                 fr_error *err);
 /* Appends a whole response frame: result SUCCESS or PART with the api's response message,
  * ERROR with an Error message (asserted). FR_ELIMIT when it does not fit frame_bytes_max. */
 int fr_rpc_write_response(fr_buf *out, fr_rpc_result result, int32_t request_id,

@@ -231,6 +231,30 @@ void fr_rpc_gather_free(fr_rpc_gather *g)
     memset(g, 0, sizeof *g);
 }
 
+/* The frame hdr + body into an empty g, large bytes fields referenced. */
+static int gather_frame(fr_rpc_gather *g, const uint8_t *hdr, size_t hdr_len,
+                        const ProtobufCMessage *body, size_t body_len, fr_error *err)
+{
+    fr_rpc_gather_sink sink = {.base = {.append = fr_rpc_gather_append}, .g = g};
+    fr_rpc_gather_append(&sink.base, hdr_len, hdr);
+    size_t packed = protobuf_c_message_pack_to_buffer(body, &sink.base);
+    FR_CHECK(!sink.failed, FR_ENOMEM, err, "out of memory writing a frame of %zu bytes",
+             body_len);
+    assert(packed == body_len);
+    (void)packed;
+    /* The iovecs, now that the copied bytes no longer move. */
+    fr_free(g->iov);
+    g->iov = fr_malloc(((size_t)g->nparts + 1) * sizeof *g->iov);
+    FR_CHECK(g->iov, FR_ENOMEM, err, "out of memory writing a frame of %zu bytes", body_len);
+    for (int i = 0; i < g->nparts; i++) {
+        const fr_rpc_gather_part_t *pt = &g->parts[i];
+        g->iov[i].iov_base = (void *)(pt->ext ? pt->ext : g->copied.data + pt->off);
+        g->iov[i].iov_len = pt->len;
+    }
+    g->niov = g->nparts;
+    return 0;
+}
+
 int fr_rpc_write_request_gather(fr_rpc_gather *g, fr_rpc_api api, int api_version,
                                 int32_t request_id, const ProtobufCMessage *body,
                                 int64_t frame_bytes_max, fr_error *err)
@@ -242,24 +266,18 @@ int fr_rpc_write_request_gather(fr_rpc_gather *g, fr_rpc_api api, int api_versio
     uint8_t hdr[FR_RPC_REQUEST_HEADER_BYTES];
     FR_TRY(fr_rpc_request_header_encode(hdr, (int)api, api_version, request_id, body_len,
                                         frame_bytes_max, err));
-    fr_rpc_gather_sink sink = {.base = {.append = fr_rpc_gather_append}, .g = g};
-    fr_rpc_gather_append(&sink.base, sizeof hdr, hdr);
-    size_t packed = protobuf_c_message_pack_to_buffer(body, &sink.base);
-    FR_CHECK(!sink.failed, FR_ENOMEM, err, "out of memory writing a request of %zu bytes",
-             body_len);
-    assert(packed == body_len);
-    (void)packed;
-    /* The iovecs, now that the copied bytes no longer move. */
-    fr_free(g->iov);
-    g->iov = fr_malloc(((size_t)g->nparts + 1) * sizeof *g->iov);
-    FR_CHECK(g->iov, FR_ENOMEM, err, "out of memory writing a request of %zu bytes", body_len);
-    for (int i = 0; i < g->nparts; i++) {
-        const fr_rpc_gather_part_t *pt = &g->parts[i];
-        g->iov[i].iov_base = (void *)(pt->ext ? pt->ext : g->copied.data + pt->off);
-        g->iov[i].iov_len = pt->len;
-    }
-    g->niov = g->nparts;
-    return 0;
+    return gather_frame(g, hdr, sizeof hdr, body, body_len, err);
+}
+
+int fr_rpc_write_response_gather(fr_rpc_gather *g, fr_rpc_result result, int32_t request_id,
+                                 const ProtobufCMessage *body, int64_t frame_bytes_max,
+                                 fr_error *err)
+{
+    assert((result == FR_RPC_ERROR) == (body->descriptor == &firth__error__descriptor));
+    size_t body_len = protobuf_c_message_get_packed_size(body);
+    uint8_t hdr[FR_RPC_RESPONSE_HEADER_BYTES];
+    FR_TRY(fr_rpc_response_header_encode(hdr, result, request_id, body_len, frame_bytes_max, err));
+    return gather_frame(g, hdr, sizeof hdr, body, body_len, err);
 }
 
 int fr_rpc_write_response(fr_buf *out, fr_rpc_result result, int32_t request_id,

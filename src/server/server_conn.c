@@ -22,9 +22,12 @@
 typedef struct srv_write {
     uv_write_t req;
     srv_conn *conn;
-    uint8_t *data;
+    uint8_t *data;      /* owned: a whole frame; or NULL and: */
+    fr_rpc_gather *g;   /* owned: a frame in pieces, */
+    fr_buf *kept;       /* owned: and the buffers its pieces point into */
+    int nkept;
     size_t len;
-    srv_job *notify; /* a PART frame whose worker waits for this write */
+    srv_job *notify;    /* a PART frame whose worker waits for this write */
 } srv_write;
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
@@ -135,6 +138,16 @@ void srv_conn_maybe_finish(srv_conn *c)
     else if (c->eof && c->inflight == 0 && c->write_queued == 0) srv_conn_close(c);
 }
 
+static void write_free(srv_write *w)
+{
+    fr_free(w->data);
+    if (w->g) fr_rpc_gather_free(w->g);
+    fr_free(w->g);
+    for (int i = 0; i < w->nkept; i++) fr_buf_free(&w->kept[i]);
+    fr_free(w->kept);
+    fr_free(w);
+}
+
 static void on_written(uv_write_t *req, int status)
 {
     srv_write *w = (srv_write *)req;
@@ -142,8 +155,7 @@ static void on_written(uv_write_t *req, int status)
     fr_server *s = c->srv;
     c->write_queued -= w->len;
     if (w->notify) srv_part_notify(w->notify, status < 0);
-    fr_free(w->data);
-    fr_free(w);
+    write_free(w);
     if (status < 0 && !c->closing) {
         FR_DEBUG("connection from %s: write failed: %s", c->peer, uv_strerror(status));
         srv_conn_close(c);
@@ -153,32 +165,20 @@ static void on_written(uv_write_t *req, int status)
     srv_check_stop(s);
 }
 
-/* Writes data (taken: fr_free'd after) to the connection. */
-static void conn_write(srv_conn *c, uint8_t *data, size_t len, srv_job *notify)
+/* Queues w's bytes (bufs) on the connection; w is freed once written, or here when it
+ * cannot be. */
+static void conn_start_write(srv_conn *c, srv_write *w, const uv_buf_t *bufs, unsigned nbufs)
 {
+    srv_job *notify = w->notify;
+    size_t len = w->len;
     if (c->closing || len == 0) {
-        fr_free(data);
+        write_free(w);
         if (notify) srv_part_notify(notify, c->closing);
         return;
     }
-    srv_write *w = fr_malloc(sizeof *w);
-    if (!w) {
-        FR_ERROR("connection from %s: out of memory for a response of %zu bytes; closing",
-                 c->peer, len);
-        fr_free(data);
-        if (notify) srv_part_notify(notify, true);
-        srv_conn_close(c);
-        return;
-    }
-    w->conn = c;
-    w->data = data;
-    w->len = len;
-    w->notify = notify;
-    uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
-    int e = uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_written);
+    int e = uv_write(&w->req, (uv_stream_t *)&c->tcp, bufs, nbufs, on_written);
     if (e < 0) {
-        fr_free(data);
-        fr_free(w);
+        write_free(w);
         if (notify) srv_part_notify(notify, true);
         srv_conn_close(c);
         return;
@@ -187,11 +187,57 @@ static void conn_write(srv_conn *c, uint8_t *data, size_t len, srv_job *notify)
     atomic_fetch_add(&c->srv->metrics->bytes_out, len);
 }
 
+static void write_oom(srv_conn *c, size_t len, srv_job *notify)
+{
+    FR_ERROR("connection from %s: out of memory for a response of %zu bytes; closing", c->peer,
+             len);
+    if (notify) srv_part_notify(notify, true);
+    srv_conn_close(c);
+}
+
+/* Writes data (taken: fr_free'd after) to the connection. */
+static void conn_write(srv_conn *c, uint8_t *data, size_t len, srv_job *notify)
+{
+    srv_write *w = fr_calloc(1, sizeof *w);
+    if (!w) {
+        fr_free(data);
+        write_oom(c, len, notify);
+        return;
+    }
+    *w = (srv_write){.conn = c, .data = data, .len = len, .notify = notify};
+    uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
+    conn_start_write(c, w, &b, 1);
+}
+
 void srv_conn_write_buf(srv_conn *c, fr_buf *b, srv_job *notify)
 {
     size_t len = 0;
     uint8_t *data = fr_buf_steal(b, &len);
     conn_write(c, data, len, notify);
+}
+
+void srv_conn_write_gather(srv_conn *c, srv_job *j)
+{
+    srv_write *w = fr_calloc(1, sizeof *w);
+    uv_buf_t *bufs = fr_malloc(sizeof *bufs * ((size_t)j->gout->niov + 1));
+    if (!w || !bufs) {
+        size_t len = j->gout->total;
+        fr_free(w);
+        fr_free(bufs);
+        srv_job_drop_gather(j);
+        write_oom(c, len, NULL);
+        return;
+    }
+    *w = (srv_write){.conn = c, .g = j->gout, .kept = j->kept, .nkept = j->nkept,
+                     .len = j->gout->total};
+    j->gout = NULL;
+    j->kept = NULL;
+    j->nkept = 0;
+    for (int i = 0; i < w->g->niov; i++)
+        bufs[i] = uv_buf_init(w->g->iov[i].iov_base, (unsigned)w->g->iov[i].iov_len);
+    /* libuv keeps its own copy of the array; the bytes stay with w. */
+    conn_start_write(c, w, bufs, (unsigned)w->g->niov);
+    fr_free(bufs);
 }
 
 /* Answers request_id with an ERROR frame of code (NONE: from failure's status). */

@@ -29,6 +29,7 @@ void srv_job_free(srv_job *j)
     else fr_rpc_free(j->request);
     fr_free(j->body_block);
     fr_buf_free(&j->out);
+    srv_job_drop_gather(j);
     assert(j->nheld == 0);
     fr_free(j->held);
     fr_free(j->wait_logs);
@@ -142,7 +143,10 @@ static void job_done(fr_server *s, srv_job *j)
     if (!j->cancelled)
         srv_metrics_request(s->metrics, srv_api_slot(j->api), j->failed,
                             fr_monotonic_ns() - j->received_ns);
-    if (!c->closing && !j->cancelled) srv_conn_write_buf(c, &j->out, NULL);
+    if (!c->closing && !j->cancelled) {
+        if (j->gout) srv_conn_write_gather(c, j);
+        else srv_conn_write_buf(c, &j->out, NULL);
+    }
     srv_job_free(j);
     if (!c->closing) {
         srv_conn_pump(c);

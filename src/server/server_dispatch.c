@@ -29,8 +29,56 @@ int srv_respond(srv_job *j, fr_rpc_result result, const ProtobufCMessage *body, 
                                  j->srv->opts.frame_bytes_max, err);
 }
 
+void srv_job_drop_gather(srv_job *j)
+{
+    if (j->gout) fr_rpc_gather_free(j->gout);
+    fr_free(j->gout);
+    for (int i = 0; i < j->nkept; i++) fr_buf_free(&j->kept[i]);
+    fr_free(j->kept);
+    j->gout = NULL;
+    j->kept = NULL;
+    j->nkept = 0;
+}
+
+/* Whether every piece g references lies in kept: other memory (a long string of the
+ * request, say) may not outlive the job. */
+static bool gather_within(const fr_rpc_gather *g, const fr_buf *kept, int nkept)
+{
+    for (int i = 0; i < g->nparts; i++) {
+        const fr_rpc_gather_part_t *pt = &g->parts[i];
+        bool in = !pt->ext;
+        for (int k = 0; k < nkept && !in; k++)
+            in = kept[k].data && pt->ext >= kept[k].data &&
+                 pt->ext + pt->len <= kept[k].data + kept[k].len;
+        if (!in) return false;
+    }
+    return true;
+}
+
+int srv_respond_gather(srv_job *j, const ProtobufCMessage *body, fr_buf *kept, int nkept,
+                       fr_error *err)
+{
+    srv_job_drop_gather(j);
+    j->kept = kept;
+    j->nkept = nkept;
+    j->gout = fr_malloc(sizeof *j->gout);
+    FR_CHECK(j->gout, FR_ENOMEM, err, "out of memory writing a response");
+    fr_rpc_gather_init(j->gout);
+    int rc = fr_rpc_write_response_gather(j->gout, FR_RPC_SUCCESS, j->request_id, body,
+                                          j->srv->opts.frame_bytes_max, err);
+    if (rc == 0 && !gather_within(j->gout, kept, nkept)) {
+        fr_rpc_gather_free(j->gout);
+        fr_free(j->gout);
+        j->gout = NULL;
+        rc = srv_respond(j, FR_RPC_SUCCESS, body, err); /* copied whole instead */
+    }
+    if (rc < 0) srv_job_drop_gather(j);
+    return rc;
+}
+
 static void respond_error(srv_job *j, Firth__ErrorCode code, const fr_error *failure)
 {
+    srv_job_drop_gather(j);
     fr_buf_reset(&j->out);
     fr_error e2;
     if (fr_rpc_write_error(&j->out, j->request_id, code, failure, &e2) < 0)

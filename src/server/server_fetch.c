@@ -364,7 +364,10 @@ int srv_handle_fetch_log(fr_server *s, srv_job *j, fr_error *err)
         rc = SRV_PARK;
         goto fail;
     }
-    rc = srv_respond(j, FR_RPC_SUCCESS, &resp.base, err);
+    /* The record batches go out from the buffers they were read into. */
+    rc = srv_respond_gather(j, &resp.base, r.bufs, r.nbufs, err);
+    r.bufs = NULL;
+    r.nbufs = 0;
 fail:
     run_free(&r);
     return rc;

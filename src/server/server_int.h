@@ -115,6 +115,9 @@ struct srv_job {
     ProtobufCMessage *request;     /* unpacked by the worker; NULL until then */
     srv_job_kind kind;
     fr_buf out;                    /* response frames */
+    fr_rpc_gather *gout;           /* or the final frame as pieces (srv_respond_gather) */
+    fr_buf *kept;                  /* owned: the buffers gout's pieces point into */
+    int nkept;
     bool failed;                   /* the final frame is an ERROR */
 
     /* Long polling (server_fetch.c): what a parked fetch waits on. */
@@ -200,6 +203,12 @@ char *srv_strdup(fr_arena *a, const char *s);
 
 /* Appends the api's response frame (result SUCCESS or PART) to j->out. */
 int srv_respond(srv_job *j, fr_rpc_result result, const ProtobufCMessage *body, fr_error *err);
+/* srv_respond for a SUCCESS whose large bytes fields lie in kept[0..nkept) (taken, whatever
+ * happens): they are written from there, not copied into the frame. */
+int srv_respond_gather(srv_job *j, const ProtobufCMessage *body, fr_buf *kept, int nkept,
+                       fr_error *err);
+/* Drops a gathered response and its buffers (an error replaces it, or nobody reads it). */
+void srv_job_drop_gather(srv_job *j);
 
 /* A table named by a request: path present, table exists, and when table_id != 0 it still
  * has that id. The handle is the caller's (fr_table_release). */
@@ -302,6 +311,9 @@ void srv_conn_pump(srv_conn *c);
 void srv_conn_pump_all(fr_server *s);
 /* Writes b's bytes (taken) to the connection; notify (may be NULL) learns when written. */
 void srv_conn_write_buf(srv_conn *c, fr_buf *b, srv_job *notify);
+/* Writes j's gathered response (taken from j: its pieces and buffers are freed once
+ * written). */
+void srv_conn_write_gather(srv_conn *c, srv_job *j);
 void srv_conn_close(srv_conn *c);
 /* Closes a connection whose work is over (an error frame written, or a peer that closed
  * its side and got every answer). */
