@@ -256,7 +256,18 @@ void pq_compressor_free(pq_compressor *c)
 
 int pq_compress(pq_compressor *c, const uint8_t *p, size_t n, fr_buf *out, fr_error *err)
 {
-    return pq_compress2(c, p, n, NULL, 0, out, err);
+    if (c->codec != FR_PARQUET_ZSTD) return pq_compress2(c, p, n, NULL, 0, out, err);
+    /* One call, from the input where it is: the streaming interface would first copy the
+     * input into the context's own buffer. */
+    fr_buf_reset(out);
+    size_t cap = ZSTD_compressBound(n);
+    FR_TRY(fr_buf_reserve(out, cap, err));
+    size_t rc = ZSTD_CCtx_setParameter(c->zc, ZSTD_c_compressionLevel, c->level);
+    if (!ZSTD_isError(rc)) rc = ZSTD_compress2(c->zc, out->data, cap, n ? p : (const uint8_t *)"", n);
+    if (ZSTD_isError(rc))
+        return fr_fail(err, FR_EINVAL, "ZSTD compression failed: %s", ZSTD_getErrorName(rc));
+    out->len = rc;
+    return 0;
 }
 
 /* ZSTD streams the two parts into one frame, so the second (a page's values) is not copied

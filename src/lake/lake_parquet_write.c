@@ -3,16 +3,24 @@
  * RLE/bit-packed definition levels for nullable columns, compressed page by page, with
  * statistics per chunk and the footer (FileMetaData) at the end.
  *
- * Invariants: a row group is buffered in memory (compressed pages per column) and written
- * out whole when its uncompressed size reaches the target or it holds FR_BATCH_ROWS_MAX rows
- * (what a reader's batch takes), so the file holds only complete row groups before the
+ * Invariants: a row group is buffered in memory, each column's pages uncompressed and back
+ * to back in the column's row-group buffer (levels right before values, so that a page is
+ * compressed in one call from where it was encoded), and written out whole when its
+ * uncompressed size reaches the target or it holds FR_BATCH_ROWS_MAX rows (what a reader's
+ * batch takes): then each column chunk in turn is compressed page by page into one small
+ * scratch buffer and written from there, and its write-back starts, so the disk writes one
+ * chunk while the next is compressed. The file holds only complete row groups before the
  * footer; every page holds whole rows (flat columns: one value per row); a chunk uses its
  * dictionary for a prefix of its pages and PLAIN for the rest once the dictionary grows past
  * dict_bytes_max, and drops it at the first page (or its first 1024 values) when it does
- * not pay off. The file is created with O_EXCL and removed on any failure. */
+ * not pay off. Row-group buffers and the compressor outlive the writer (see "memory kept
+ * between writers"). The file is created with O_EXCL and removed on any failure. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "lake/lake_parquet_int.h"
@@ -21,6 +29,10 @@
 #define PQ_SLICE_ROWS 4096
 #define PQ_PAGE_ROWS_MAX 20000
 #define PQ_DICT_PROBE 1024 /* values seen before a dictionary of distinct values is dropped */
+/* Room left before each page's values in its row-group buffer for the page's definition
+ * levels, so that levels and values end up contiguous without moving the values (pages
+ * whose levels need more are moved once). */
+#define PQ_PAGE_HEAD 4096
 
 /* Min and max of one column over non-null values, in firth's representation. */
 typedef struct pq_minmax {
@@ -54,19 +66,34 @@ typedef struct pq_chunk_out {
     uint32_t min_len, max_len;
 } pq_chunk_out;
 
+/* One data page of a column chunk, buffered uncompressed in the chunk's row-group buffer
+ * until the row group is written. */
+typedef struct pq_page_ref {
+    size_t off, len;  /* the page's bytes (levels and values) in pq_colw.rg */
+    int32_t values;
+    int32_t encoding;
+} pq_page_ref;
+
 typedef struct pq_colw {
     const char *name;
     fr_type type;
     pq_type_map map;
     int width;      /* PLAIN bytes per value; 0: BYTE_ARRAY; -1: BOOLEAN bits */
-    /* the page being filled */
+    /* the page being filled: its PLAIN values in rg from page_start + PQ_PAGE_HEAD on, or
+     * its dictionary indexes in idx */
     fr_buf defs;    /* one byte per row: 1 valid, 0 null */
-    fr_buf vals;    /* PLAIN values, or uint32 dictionary indexes */
+    fr_buf idx;     /* uint32 dictionary indexes */
+    size_t page_start;
+    bool page_open; /* page_start is set and the page's head room reserved */
     int64_t page_rows, page_nulls, page_plain_bytes, page_bits;
     /* the chunk being filled */
     bool dict_on, dict_checked;
     pq_dict dict;
-    fr_buf chunk;   /* data pages, compressed, with headers */
+    fr_buf rg;      /* the chunk's data pages, uncompressed, without headers, and the
+                     * page being filled */
+    size_t rg_high; /* the most bytes rg has held (it or a writer before, see spares) */
+    pq_page_ref *pages;
+    int npages, pages_cap;
     int64_t chunk_uncompressed, chunk_values, chunk_nulls;
     bool chunk_plain, chunk_dict;
     pq_minmax chunk_mm, file_mm;
@@ -82,7 +109,7 @@ struct fr_parquet_writer {
     int ncols;
     pq_colw *cols;
     pq_compressor *comp;
-    fr_buf page, zpage, header; /* scratch */
+    fr_buf zpage, header, levels; /* scratch: a compressed page, its header, its levels */
     int64_t offset;      /* bytes written to the file */
     int64_t rg_rows;     /* rows of the row group being buffered */
     int64_t rows;        /* rows of finished row groups */
@@ -111,11 +138,6 @@ static fr_i128 col_i128(const fr_column *c, int64_t row)
     fr_i128 v;
     memcpy(&v, c->values + 16 * row, 16);
     return v;
-}
-
-static double col_f(const fr_column *c, int64_t row)
-{
-    return c->type.id == FR_T_FLOAT ? ((const float *)c->values)[row] : ((const double *)c->values)[row];
 }
 
 static bool col_bool(const fr_column *c, int64_t row)
@@ -223,23 +245,100 @@ static void mm_dec(pq_minmax *mm, fr_i128 v)
     else if (v > mm->dmax) mm->dmax = v;
 }
 
+/* Folds the integers of rows [r0, r1) of c (T wide) into mm: the bounds of the range first,
+ * without a branch per value, then into mm. */
+#define MM_INTS(NAME, T)                                                                     \
+    static void NAME(pq_minmax *mm, const fr_column *c, int64_t r0, int64_t r1, bool nulls)  \
+    {                                                                                        \
+        const T *v = (const T *)(const void *)c->values;                                     \
+        int64_t lo = INT64_MAX, hi = INT64_MIN;                                              \
+        bool any = false;                                                                    \
+        for (int64_t r = r0; r < r1; r++) {                                                  \
+            if (nulls && fr_column_is_null(c, r)) continue;                                  \
+            int64_t x = v[r];                                                                \
+            lo = x < lo ? x : lo;                                                            \
+            hi = x > hi ? x : hi;                                                            \
+            any = true;                                                                      \
+        }                                                                                    \
+        if (any) {                                                                           \
+            mm_int(mm, lo);                                                                  \
+            mm_int(mm, hi);                                                                  \
+        }                                                                                    \
+    }
+MM_INTS(mm_ints8, int8_t)
+MM_INTS(mm_ints16, int16_t)
+MM_INTS(mm_ints32, int32_t)
+MM_INTS(mm_ints64, int64_t)
+
+/* The same for FLOAT and DOUBLE values, NaN left out (as mm_double does). */
+#define MM_FLOATS(NAME, T)                                                                   \
+    static void NAME(pq_minmax *mm, const fr_column *c, int64_t r0, int64_t r1, bool nulls)  \
+    {                                                                                        \
+        const T *v = (const T *)(const void *)c->values;                                     \
+        double lo = INFINITY, hi = -INFINITY;                                                \
+        bool any = false;                                                                    \
+        for (int64_t r = r0; r < r1; r++) {                                                  \
+            if (nulls && fr_column_is_null(c, r)) continue;                                  \
+            double x = v[r];                                                                 \
+            if (isnan(x)) continue;                                                          \
+            lo = x < lo ? x : lo;                                                            \
+            hi = x > hi ? x : hi;                                                            \
+            any = true;                                                                      \
+        }                                                                                    \
+        if (any) {                                                                           \
+            mm_double(mm, lo);                                                               \
+            mm_double(mm, hi);                                                               \
+        }                                                                                    \
+    }
+MM_FLOATS(mm_floats, float)
+MM_FLOATS(mm_doubles, double)
+
+/* Folds the strings or bytes of rows [r0, r1) of c into mm. A value whose first byte lies
+ * strictly between those of the bounds changes neither, and is passed over without a
+ * comparison. */
+static int mm_strings(pq_minmax *mm, const fr_column *c, int64_t r0, int64_t r1, bool nulls,
+                      fr_error *err)
+{
+    for (int64_t r = r0; r < r1; r++) {
+        if (nulls && fr_column_is_null(c, r)) continue;
+        const uint8_t *p;
+        size_t n;
+        col_bytes(c, r, &p, &n);
+        if (n > 0 && n <= PQ_STATS_BYTES_MAX && mm->has && mm->smin.len > 0 && mm->smax.len > 0 &&
+            p[0] > mm->smin.data[0] && p[0] < mm->smax.data[0])
+            continue;
+        FR_TRY(mm_bytes(mm, p, n, err));
+    }
+    return 0;
+}
+
 /* Folds rows [r0, r1) of c into mm. */
 static int mm_update(pq_minmax *mm, const fr_column *c, int64_t r0, int64_t r1, fr_error *err)
 {
     fr_type_id id = c->type.id;
-    for (int64_t r = r0; r < r1; r++) {
-        if (fr_column_is_null(c, r)) continue;
-        if (id == FR_T_FLOAT || id == FR_T_DOUBLE) mm_double(mm, col_f(c, r));
-        else if (id == FR_T_DECIMAL) mm_dec(mm, col_i128(c, r));
-        else if (id == FR_T_BOOLEAN) mm_int(mm, col_bool(c, r));
-        else if (fr_type_is_varwidth(&c->type)) {
-            const uint8_t *p;
-            size_t n;
-            col_bytes(c, r, &p, &n);
-            FR_TRY(mm_bytes(mm, p, n, err));
-        } else {
-            mm_int(mm, col_int(c, r));
+    bool nulls = c->validity && c->null_count > 0;
+    if (id == FR_T_FLOAT) {
+        mm_floats(mm, c, r0, r1, nulls);
+        return 0;
+    }
+    if (id == FR_T_DOUBLE) {
+        mm_doubles(mm, c, r0, r1, nulls);
+        return 0;
+    }
+    if (id == FR_T_DECIMAL || id == FR_T_BOOLEAN) {
+        for (int64_t r = r0; r < r1; r++) {
+            if (nulls && fr_column_is_null(c, r)) continue;
+            if (id == FR_T_DECIMAL) mm_dec(mm, col_i128(c, r));
+            else mm_int(mm, col_bool(c, r));
         }
+        return 0;
+    }
+    if (fr_type_is_varwidth(&c->type)) return mm_strings(mm, c, r0, r1, nulls, err);
+    switch (fr_type_width(&c->type)) {
+    case 1: mm_ints8(mm, c, r0, r1, nulls); break;
+    case 2: mm_ints16(mm, c, r0, r1, nulls); break;
+    case 4: mm_ints32(mm, c, r0, r1, nulls); break;
+    default: mm_ints64(mm, c, r0, r1, nulls); break;
     }
     return 0;
 }
@@ -338,6 +437,29 @@ static int write_all(fr_parquet_writer *w, const void *p, size_t n, fr_error *er
         b += k;
         n -= (size_t)k;
         w->offset += k;
+    }
+    return 0;
+}
+
+/* Writes the iovcnt pieces of iov (changed: advanced past what was written) in order. */
+static int write_iov(fr_parquet_writer *w, struct iovec *iov, int iovcnt, fr_error *err)
+{
+    while (iovcnt > 0) {
+        ssize_t k = writev(w->fd, iov, iovcnt);
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            return fr_fail_errno(err, errno, "write %s", w->path);
+        }
+        w->offset += k;
+        while (iovcnt > 0 && (size_t)k >= iov->iov_len) {
+            k -= (ssize_t)iov->iov_len;
+            iov++;
+            iovcnt--;
+        }
+        if (iovcnt > 0) {
+            iov->iov_base = (uint8_t *)iov->iov_base + k;
+            iov->iov_len -= (size_t)k;
+        }
     }
     return 0;
 }
@@ -463,28 +585,25 @@ static int encode_page_header(fr_buf *out, int type, size_t usize, size_t csize,
     return fr_thrift_w_finish(&tw);
 }
 
-/* Compresses a page whose bytes are a[0, alen) followed by b[0, blen) and appends header and
- * body to out; returns the sizes. Uncompressed pages are appended as they are. */
-static int emit_page(fr_parquet_writer *w, fr_buf *out, int type, int64_t values, int encoding,
-                     const uint8_t *a, size_t alen, const uint8_t *b, size_t blen,
-                     int64_t *usize, int64_t *csize, fr_error *err)
+/* Compresses one page p[0, n) into the writer's scratch and writes its header and body to
+ * the file, straight from where they are; returns the sizes. Uncompressed pages are written
+ * from p. */
+static int write_page(fr_parquet_writer *w, int type, int64_t values, int encoding,
+                      const uint8_t *p, size_t n, int64_t *usize, int64_t *csize, fr_error *err)
 {
-    size_t n = alen + blen;
     FR_CHECK(n <= (size_t)FR_PARQUET_PAGE_BYTES_MAX, FR_ELIMIT, err,
              "a Parquet page of %zu bytes exceeds the %d-byte limit", n, FR_PARQUET_PAGE_BYTES_MAX);
-    bool raw = w->opts.codec == FR_PARQUET_UNCOMPRESSED;
-    if (!raw) FR_TRY(pq_compress2(w->comp, a, alen, b, blen, &w->zpage, err));
-    size_t zlen = raw ? n : w->zpage.len;
+    const uint8_t *body = p;
+    size_t zlen = n;
+    if (w->opts.codec != FR_PARQUET_UNCOMPRESSED) {
+        FR_TRY(pq_compress(w->comp, p, n, &w->zpage, err));
+        body = w->zpage.data;
+        zlen = w->zpage.len;
+    }
     fr_buf_reset(&w->header);
     FR_TRY(encode_page_header(&w->header, type, n, zlen, values, encoding, err));
-    FR_TRY(fr_buf_reserve(out, w->header.len + zlen, err));
-    FR_TRY(fr_buf_append(out, w->header.data, w->header.len, err));
-    if (raw) {
-        FR_TRY(fr_buf_append(out, a, alen, err));
-        FR_TRY(fr_buf_append(out, b, blen, err));
-    } else {
-        FR_TRY(fr_buf_append(out, w->zpage.data, w->zpage.len, err));
-    }
+    struct iovec iov[2] = {{w->header.data, w->header.len}, {(void *)body, zlen}};
+    FR_TRY(write_iov(w, iov, zlen ? 2 : 1, err));
     *usize = (int64_t)(w->header.len + n);
     *csize = (int64_t)(w->header.len + zlen);
     return 0;
@@ -493,37 +612,125 @@ static int emit_page(fr_parquet_writer *w, fr_buf *out, int type, int64_t values
 /* Rewrites the dictionary indexes of the current page as PLAIN values. */
 static int page_undict(fr_parquet_writer *w, pq_colw *cw, fr_error *err)
 {
-    size_t n = cw->vals.len / 4;
-    uint32_t *idx = fr_malloc(n ? n * 4 : 1);
-    if (!idx) return fr_fail(err, FR_ENOMEM, "out of memory");
-    if (n) memcpy(idx, cw->vals.data, n * 4);
-    fr_buf_reset(&cw->vals);
-    int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
+    (void)w;
+    size_t n = cw->idx.len / 4;
+    const uint32_t *idx = (const uint32_t *)(const void *)cw->idx.data;
+    for (size_t i = 0; i < n; i++) {
         const uint8_t *p;
         size_t len;
         dict_entry(&cw->dict, cw->width, (int32_t)idx[i], &p, &len);
         if (cw->width == 0) {
             uint8_t l[4];
             fr_put_u32le(l, (uint32_t)len);
-            rc = fr_buf_append(&cw->vals, l, 4, err);
+            FR_TRY(fr_buf_append(&cw->rg, l, 4, err));
         }
-        if (rc == 0) rc = fr_buf_append(&cw->vals, p, len, err);
+        FR_TRY(fr_buf_append(&cw->rg, p, len, err));
     }
-    fr_free(idx);
-    return rc;
+    fr_buf_reset(&cw->idx);
+    return 0;
 }
 
-/* Writes the current page of column cw into its chunk. */
+static int64_t buffered_bytes(const fr_parquet_writer *w);
+
+/* Asks for transparent huge pages over the whole 2 MiB pages inside p[0, n): the first
+ * touch of a row group's buffers then faults once per 2 MiB rather than once per 4 KiB. A
+ * hint: where the kernel does not take it, nothing changes. */
+static void huge_pages(uint8_t *p, size_t n)
+{
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), b = ((uintptr_t)p + n) & ~(huge - 1);
+    if (b > a) (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
+}
+
+/* Makes room for `extra` more bytes in the row-group buffer of cw. Growing by doubling would
+ * copy the buffer at every step; it is sized at once for the column's share of a full row
+ * group instead, judged from the share it holds of what is buffered so far (the buffers
+ * outlive the row group, so later row groups of the file reuse them as they are). */
+static int rg_reserve(const fr_parquet_writer *w, pq_colw *cw, size_t extra, fr_error *err)
+{
+    if (extra <= cw->rg.cap - cw->rg.len) return 0;
+    size_t want = cw->rg.len + extra;
+    int64_t buffered = buffered_bytes(w);
+    /* After a first slice of rows every column has its share in what is buffered. */
+    if (w->rg_rows >= 64 && buffered > 0 && buffered < w->opts.row_group_bytes) {
+        double share = (double)want / (double)buffered;
+        double full = share * (double)w->opts.row_group_bytes * 1.125;
+        if (full > (double)want && full < (double)w->opts.row_group_bytes * 2)
+            want = (size_t)full;
+    }
+    uint8_t *before = cw->rg.data;
+    FR_TRY(fr_buf_reserve(&cw->rg, want - cw->rg.len, err));
+    if (cw->rg.data != before) huge_pages(cw->rg.data, cw->rg.cap);
+    return 0;
+}
+
+static int page_push(pq_colw *cw, fr_error *err)
+{
+    if (cw->npages < cw->pages_cap) return 0;
+    int cap = cw->pages_cap ? cw->pages_cap * 2 : 16;
+    pq_page_ref *p = fr_realloc(cw->pages, (size_t)cap * sizeof *p);
+    if (!p) return fr_fail(err, FR_ENOMEM, "out of memory");
+    cw->pages = p;
+    cw->pages_cap = cap;
+    return 0;
+}
+
+/* Bytes of PLAIN values of the current page. */
+static size_t plain_len(const pq_colw *cw)
+{
+    return cw->page_open ? cw->rg.len - cw->page_start - PQ_PAGE_HEAD : 0;
+}
+
+/* Opens the current page in the row-group buffer when it is not yet: its head room for the
+ * levels is reserved (left unwritten), its values go after it. */
+static int page_begin(const fr_parquet_writer *w, pq_colw *cw, fr_error *err)
+{
+    if (cw->page_open) return 0;
+    FR_TRY(rg_reserve(w, cw, PQ_PAGE_HEAD, err));
+    cw->page_start = cw->rg.len;
+    cw->rg.len += PQ_PAGE_HEAD;
+    cw->page_open = true;
+    return 0;
+}
+
+/* Puts the page's definition levels right before its values (at body in rg) and returns
+ * where the page starts. */
+static int place_levels(fr_parquet_writer *w, pq_colw *cw, size_t body, size_t *start,
+                        fr_error *err)
+{
+    fr_buf *lv = &w->levels;
+    fr_buf_reset(lv);
+    FR_TRY(fr_buf_append_zeros(lv, 4, err));
+    FR_TRY(pq_rle_encode_u8(cw->defs.data, cw->page_rows, 1, lv, err));
+    fr_put_u32le(lv->data, (uint32_t)(lv->len - 4));
+    if (lv->len > PQ_PAGE_HEAD) { /* more levels than head room: the values move up */
+        size_t shift = lv->len - PQ_PAGE_HEAD;
+        FR_TRY(rg_reserve(w, cw, shift, err));
+        memmove(cw->rg.data + body + shift, cw->rg.data + body, cw->rg.len - body);
+        cw->rg.len += shift;
+        body += shift;
+    }
+    *start = body - lv->len;
+    memcpy(cw->rg.data + *start, lv->data, lv->len);
+    return 0;
+}
+
+/* Finishes the current page of column cw: its definition levels go before its values in
+ * the chunk's row-group buffer (dictionary indexes are encoded there first), where the page
+ * waits, uncompressed, to be compressed and written with the row group. */
 static int flush_page(fr_parquet_writer *w, pq_colw *cw, fr_error *err)
 {
-    if (cw->page_rows == 0) return 0;
+    if (cw->page_rows == 0) {
+        if (cw->page_open) cw->rg.len = cw->page_start;
+        cw->page_open = false;
+        return 0;
+    }
     bool dict = cw->dict_on;
     if (dict && !cw->dict_checked) {
         /* The first page decides: a dictionary that costs as much as the PLAIN values it
          * replaces is dropped for the whole chunk. */
         cw->dict_checked = true;
-        int64_t nidx = (int64_t)(cw->vals.len / 4);
+        int64_t nidx = (int64_t)(cw->idx.len / 4);
         int64_t idx_bytes = nidx * bit_width_of(cw->dict.count ? (uint32_t)cw->dict.count - 1 : 0) / 8;
         if (cw->page_plain_bytes > 0 &&
             (int64_t)cw->dict.plain.len + idx_bytes >= cw->page_plain_bytes * 3 / 4) {
@@ -534,41 +741,36 @@ static int flush_page(fr_parquet_writer *w, pq_colw *cw, fr_error *err)
     }
     /* A page of nulls alone needs no dictionary (and an empty dictionary page helps no one). */
     if (dict && cw->dict.count == 0) dict = false;
-    fr_buf_reset(&w->page);
-    if (cw->type.nullable) {
-        FR_TRY(fr_buf_append_zeros(&w->page, 4, err));
-        FR_TRY(pq_rle_encode_u8(cw->defs.data, cw->page_rows, 1, &w->page, err));
-        fr_put_u32le(w->page.data, (uint32_t)(w->page.len - 4));
-    }
-    const uint8_t *vals = NULL;
-    size_t vlen = 0;
+    FR_TRY(page_push(cw, err));
+    fr_buf *rg = &cw->rg;
+    size_t body = cw->page_start + PQ_PAGE_HEAD, start = body;
     if (dict) {
         uint8_t bw = (uint8_t)bit_width_of(cw->dict.count ? (uint32_t)cw->dict.count - 1 : 0);
-        FR_TRY(fr_buf_append(&w->page, &bw, 1, err));
-        FR_TRY(pq_rle_encode((const uint32_t *)cw->vals.data, (int64_t)(cw->vals.len / 4), bw,
-                             &w->page, err));
+        FR_TRY(rg_reserve(w, cw, cw->idx.len + 64, err));
+        FR_TRY(fr_buf_append(rg, &bw, 1, err));
+        FR_TRY(pq_rle_encode((const uint32_t *)(const void *)cw->idx.data,
+                             (int64_t)(cw->idx.len / 4), bw, rg, err));
         cw->chunk_dict = true;
     } else {
-        vals = cw->vals.data; /* compressed from where it is, after the levels */
-        vlen = cw->vals.len;
         cw->chunk_plain = true;
     }
-    int64_t usize, csize;
-    FR_TRY(emit_page(w, &cw->chunk, PQ_PAGE_DATA, cw->page_rows,
-                     dict ? PQ_ENC_RLE_DICTIONARY : PQ_ENC_PLAIN, w->page.data, w->page.len, vals,
-                     vlen, &usize, &csize, err));
-    cw->chunk_uncompressed += usize;
+    if (cw->type.nullable) FR_TRY(place_levels(w, cw, body, &start, err));
+    cw->pages[cw->npages++] = (pq_page_ref){.off = start, .len = rg->len - start,
+                                            .values = (int32_t)cw->page_rows,
+                                            .encoding = dict ? PQ_ENC_RLE_DICTIONARY : PQ_ENC_PLAIN};
+    cw->page_open = false;
+    cw->chunk_uncompressed += (int64_t)(rg->len - start);
     cw->chunk_values += cw->page_rows;
     cw->chunk_nulls += cw->page_nulls;
     fr_buf_reset(&cw->defs);
-    fr_buf_reset(&cw->vals);
+    fr_buf_reset(&cw->idx);
     cw->page_rows = cw->page_nulls = cw->page_plain_bytes = cw->page_bits = 0;
     return 0;
 }
 
 static int64_t page_bytes(const pq_colw *cw)
 {
-    return (int64_t)(cw->vals.len + cw->defs.len / 8);
+    return (int64_t)(plain_len(cw) + cw->idx.len + cw->defs.len / 8);
 }
 
 /* ---- encoding rows ----------------------------------------------------------------------- */
@@ -592,26 +794,29 @@ static int append_defs(pq_colw *cw, const fr_column *c, int64_t r0, int64_t r1, 
     return 0;
 }
 
-/* PLAIN-encodes the non-null values of rows [r0, r1). */
-static int encode_plain(pq_colw *cw, const fr_column *c, int64_t r0, int64_t r1, fr_error *err)
+/* PLAIN-encodes the non-null values of rows [r0, r1) at the end of the open page. */
+static int encode_plain(const fr_parquet_writer *w, pq_colw *cw, const fr_column *c, int64_t r0,
+                        int64_t r1, fr_error *err)
 {
     bool nulls = c->validity && c->null_count > 0;
     int64_t n = r1 - r0;
+    fr_buf *out = &cw->rg;
+    size_t before = out->len;
     if (cw->width == -1) { /* BOOLEAN: bits, LSB first, continuing across calls */
-        FR_TRY(fr_buf_reserve(&cw->vals, (size_t)n / 8 + 2, err));
+        FR_TRY(rg_reserve(w, cw, (size_t)n / 8 + 2, err));
         for (int64_t r = r0; r < r1; r++) {
             if (nulls && fr_column_is_null(c, r)) continue;
-            if ((cw->page_bits & 7) == 0) cw->vals.data[cw->vals.len++] = 0;
-            if (col_bool(c, r)) cw->vals.data[cw->vals.len - 1] |= (uint8_t)(1 << (cw->page_bits & 7));
+            if ((cw->page_bits & 7) == 0) out->data[out->len++] = 0;
+            if (col_bool(c, r)) out->data[out->len - 1] |= (uint8_t)(1 << (cw->page_bits & 7));
             cw->page_bits++;
         }
-        cw->page_plain_bytes = (int64_t)cw->vals.len;
+        cw->page_plain_bytes = (int64_t)plain_len(cw);
         return 0;
     }
     if (cw->width == 0) {
         size_t bytes = (size_t)(c->offsets[r1] - c->offsets[r0]) + 4 * (size_t)n;
-        FR_TRY(fr_buf_reserve(&cw->vals, bytes, err));
-        uint8_t *d = cw->vals.data + cw->vals.len;
+        FR_TRY(rg_reserve(w, cw, bytes, err));
+        uint8_t *d = out->data + out->len;
         for (int64_t r = r0; r < r1; r++) {
             if (nulls && fr_column_is_null(c, r)) continue;
             uint32_t len = (uint32_t)(c->offsets[r + 1] - c->offsets[r]);
@@ -619,28 +824,26 @@ static int encode_plain(pq_colw *cw, const fr_column *c, int64_t r0, int64_t r1,
             if (len) memcpy(d + 4, c->values + c->offsets[r], len);
             d += 4 + len;
         }
-        size_t added = (size_t)(d - (cw->vals.data + cw->vals.len));
-        cw->vals.len += added;
-        cw->page_plain_bytes += (int64_t)added;
+        out->len = (size_t)(d - out->data);
+        cw->page_plain_bytes += (int64_t)(out->len - before);
         return 0;
     }
-    size_t w = (size_t)cw->width;
-    FR_TRY(fr_buf_reserve(&cw->vals, w * (size_t)n, err));
-    uint8_t *d = cw->vals.data + cw->vals.len;
+    size_t wd = (size_t)cw->width;
+    FR_TRY(rg_reserve(w, cw, wd * (size_t)n, err));
+    uint8_t *d = out->data + out->len;
     int fw = fr_type_width(&c->type);
     if (!nulls && fw == cw->width && cw->map.scale_up == 1 && c->type.id != FR_T_DECIMAL) {
-        memcpy(d, c->values + (size_t)r0 * w, w * (size_t)n);
-        d += w * (size_t)n;
+        memcpy(d, c->values + (size_t)r0 * wd, wd * (size_t)n);
+        d += wd * (size_t)n;
     } else {
         for (int64_t r = r0; r < r1; r++) {
             if (nulls && fr_column_is_null(c, r)) continue;
             plain_fixed(cw, c, r, d);
-            d += w;
+            d += wd;
         }
     }
-    size_t added = (size_t)(d - (cw->vals.data + cw->vals.len));
-    cw->vals.len += added;
-    cw->page_plain_bytes += (int64_t)added;
+    out->len = (size_t)(d - out->data);
+    cw->page_plain_bytes += (int64_t)(out->len - before);
     return 0;
 }
 
@@ -650,7 +853,7 @@ static int encode_dict(fr_parquet_writer *w, pq_colw *cw, const fr_column *c, in
                        int64_t r1, int64_t *stop, fr_error *err)
 {
     bool nulls = c->validity && c->null_count > 0;
-    FR_TRY(fr_buf_reserve(&cw->vals, 4 * (size_t)(r1 - r0), err));
+    FR_TRY(fr_buf_reserve(&cw->idx, 4 * (size_t)(r1 - r0), err));
     uint8_t tmp[16];
     for (int64_t r = r0; r < r1; r++) {
         if (nulls && fr_column_is_null(c, r)) continue;
@@ -660,11 +863,11 @@ static int encode_dict(fr_parquet_writer *w, pq_colw *cw, const fr_column *c, in
         else plain_fixed(cw, c, r, tmp);
         uint32_t idx = 0;
         FR_TRY(dict_put(&cw->dict, cw->width, p, n, &idx, err));
-        memcpy(cw->vals.data + cw->vals.len, &idx, 4);
-        cw->vals.len += 4;
+        memcpy(cw->idx.data + cw->idx.len, &idx, 4);
+        cw->idx.len += 4;
         cw->page_plain_bytes += (int64_t)n + (cw->width == 0 ? 4 : 0);
         if ((int64_t)cw->dict.plain.len > w->opts.dict_bytes_max ||
-            (!cw->dict_checked && cw->vals.len == 4 * PQ_DICT_PROBE)) {
+            (!cw->dict_checked && cw->idx.len == 4 * PQ_DICT_PROBE)) {
             *stop = r + 1;
             return 0;
         }
@@ -678,7 +881,7 @@ static int encode_dict(fr_parquet_writer *w, pq_colw *cw, const fr_column *c, in
  * a whole page of distinct values first. */
 static int dict_probe(fr_parquet_writer *w, pq_colw *cw, fr_error *err)
 {
-    if (!cw->dict_on || cw->dict_checked || cw->vals.len != 4 * PQ_DICT_PROBE) return 0;
+    if (!cw->dict_on || cw->dict_checked || cw->idx.len != 4 * PQ_DICT_PROBE) return 0;
     if ((int64_t)cw->dict.count * 10 < (int64_t)PQ_DICT_PROBE * 9) return 0;
     FR_TRY(page_undict(w, cw, err));
     dict_clear(&cw->dict);
@@ -696,8 +899,9 @@ static int add_rows(fr_parquet_writer *w, pq_colw *cw, const fr_column *c, int64
         int64_t end = r1;
         if (cw->page_rows + (end - r0) > PQ_PAGE_ROWS_MAX) end = r0 + (PQ_PAGE_ROWS_MAX - cw->page_rows);
         int64_t stop = end;
+        FR_TRY(page_begin(w, cw, err));
         if (cw->dict_on) FR_TRY(encode_dict(w, cw, c, r0, end, &stop, err));
-        else FR_TRY(encode_plain(cw, c, r0, end, err));
+        else FR_TRY(encode_plain(w, cw, c, r0, end, err));
         FR_TRY(append_defs(cw, c, r0, stop, err));
         cw->page_rows += stop - r0;
         r0 = stop;
@@ -751,38 +955,34 @@ static bool deprecated_stats_ok(const pq_colw *cw)
     return p == PQ_INT32 || p == PQ_INT64 || p == PQ_FLOAT || p == PQ_DOUBLE || p == PQ_BOOLEAN;
 }
 
+/* Compresses and writes the pages of column col's chunk of the row group: its dictionary
+ * page first, then its data pages, each page straight from its buffer to the file. */
 static int finish_chunk(fr_parquet_writer *w, int col, pq_chunk_out *co, fr_error *err)
 {
     pq_colw *cw = &w->cols[col];
     FR_TRY(flush_page(w, cw, err));
     memset(co, 0, sizeof *co);
     co->dict_offset = -1;
+    int64_t start = w->offset, usize, csize;
     if (cw->chunk_dict) {
-        fr_buf dictpage;
-        fr_buf_init(&dictpage);
-        int64_t usize, csize;
-        int rc = emit_page(w, &dictpage, PQ_PAGE_DICTIONARY, cw->dict.count, PQ_ENC_PLAIN,
-                           cw->dict.plain.data, cw->dict.plain.len, NULL, 0, &usize, &csize, err);
-        if (rc == 0) {
-            co->dict_offset = w->offset;
-            rc = write_all(w, dictpage.data, dictpage.len, err);
-        }
-        fr_buf_free(&dictpage);
-        FR_TRY(rc);
+        co->dict_offset = w->offset;
+        FR_TRY(write_page(w, PQ_PAGE_DICTIONARY, cw->dict.count, PQ_ENC_PLAIN, cw->dict.plain.data,
+                          cw->dict.plain.len, &usize, &csize, err));
         co->uncompressed += usize;
         co->compressed += csize;
     }
     co->data_offset = w->offset;
-    FR_TRY(write_all(w, cw->chunk.data, cw->chunk.len, err));
-    /* The chunk's bytes start for the disk now, while the next chunks are written and the
-     * next row group is encoded, rather than all at the closing fsync (which still makes
-     * them durable): in bench_lake_tier that fsync waited 0.43 s for 182 MB, and about
-     * 0.16 s with the write-back started early. A hint: where the file system cannot, the
-     * fsync does it all. */
-    (void)sync_file_range(w->fd, co->data_offset, w->offset - co->data_offset,
-                          SYNC_FILE_RANGE_WRITE);
-    co->uncompressed += cw->chunk_uncompressed;
-    co->compressed += (int64_t)cw->chunk.len;
+    for (int i = 0; i < cw->npages; i++) {
+        const pq_page_ref *pg = &cw->pages[i];
+        FR_TRY(write_page(w, PQ_PAGE_DATA, pg->values, pg->encoding, cw->rg.data + pg->off,
+                          pg->len, &usize, &csize, err));
+        co->uncompressed += usize;
+        co->compressed += csize;
+    }
+    /* The chunk's bytes start for the disk now, while the next chunks are compressed and
+     * written, rather than all at the closing fsync (which still makes them durable). A
+     * hint: where the file system cannot, the fsync does it all. */
+    (void)sync_file_range(w->fd, start, w->offset - start, SYNC_FILE_RANGE_WRITE);
     co->values = cw->chunk_values;
     co->nulls = cw->chunk_nulls;
     co->enc_plain = cw->chunk_plain || cw->chunk_dict;
@@ -796,8 +996,10 @@ static int finish_chunk(fr_parquet_writer *w, int col, pq_chunk_out *co, fr_erro
     cw->file_values += co->values;
     cw->file_nulls += co->nulls;
     cw->file_bytes += co->compressed;
-    /* Reset the chunk state for the next row group. */
-    fr_buf_reset(&cw->chunk);
+    /* Reset the chunk state for the next row group (the buffers stay, for reuse). */
+    if (cw->rg.len > cw->rg_high) cw->rg_high = cw->rg.len;
+    fr_buf_reset(&cw->rg);
+    cw->npages = 0;
     cw->chunk_uncompressed = cw->chunk_values = cw->chunk_nulls = 0;
     cw->chunk_plain = cw->chunk_dict = false;
     dict_clear(&cw->dict);
@@ -972,13 +1174,116 @@ static int write_footer(fr_parquet_writer *w, fr_error *err)
     return rc;
 }
 
+/* ---- memory kept between writers ------------------------------------------------------- */
+
+/* The row-group buffers and the compressor of a finished writer are kept for the next
+ * writer of as many columns: a table tiered round after round, file after file, then fills
+ * memory that is already there instead of faulting in (and zeroing) a fresh row group's
+ * worth every time, which cost about a fifth of a tiering round's CPU. Process-wide, under
+ * spare_mu: at most PQ_SPARES sets, holding at most PQ_SPARE_BYTES_MAX bytes that their
+ * writers filled (capacity never touched costs no memory); the oldest set goes first. */
+#define PQ_SPARES 2
+#define PQ_SPARE_BYTES_MAX ((size_t)320 << 20)
+
+typedef struct pq_spare {
+    int ncols;
+    fr_buf *rgs;   /* ncols emptied row-group buffers */
+    size_t *highs; /* what each has held */
+    size_t bytes;  /* their sum */
+    pq_compressor *comp;
+    int codec, level;
+} pq_spare;
+
+static pthread_mutex_t spare_mu = PTHREAD_MUTEX_INITIALIZER;
+static pq_spare spares[PQ_SPARES];
+static int nspares;
+static size_t spare_bytes;
+
+static void spare_free(pq_spare *sp)
+{
+    for (int i = 0; sp->rgs && i < sp->ncols; i++) fr_buf_free(&sp->rgs[i]);
+    fr_free(sp->rgs);
+    fr_free(sp->highs);
+    pq_compressor_free(sp->comp);
+    memset(sp, 0, sizeof *sp);
+}
+
+/* Gives w the newest kept set of its column count, if any. */
+static void spare_take(fr_parquet_writer *w)
+{
+    pq_spare sp = {0};
+    pthread_mutex_lock(&spare_mu);
+    for (int i = nspares - 1; i >= 0; i--) {
+        if (spares[i].ncols != w->ncols) continue;
+        sp = spares[i];
+        spare_bytes -= sp.bytes;
+        memmove(&spares[i], &spares[i + 1], (size_t)(nspares - i - 1) * sizeof *spares);
+        nspares--;
+        break;
+    }
+    pthread_mutex_unlock(&spare_mu);
+    if (!sp.rgs) return;
+    for (int i = 0; i < w->ncols; i++) {
+        w->cols[i].rg = sp.rgs[i];
+        w->cols[i].rg_high = sp.highs[i];
+        fr_buf_init(&sp.rgs[i]);
+    }
+    if (sp.comp && sp.codec == (int)w->opts.codec && sp.level == w->opts.zstd_level) {
+        w->comp = sp.comp;
+        sp.comp = NULL;
+    }
+    spare_free(&sp);
+}
+
+/* Keeps w's row-group buffers and compressor for a later writer (they leave w), unless
+ * they would hold too much; older sets make room. */
+static void spare_give(fr_parquet_writer *w)
+{
+    if (!w->cols) return;
+    pq_spare sp = {.ncols = w->ncols, .codec = (int)w->opts.codec, .level = w->opts.zstd_level};
+    for (int i = 0; i < w->ncols; i++) {
+        size_t high = w->cols[i].rg_high > w->cols[i].rg.len ? w->cols[i].rg_high : w->cols[i].rg.len;
+        sp.bytes += high;
+    }
+    if (sp.bytes == 0 || sp.bytes > PQ_SPARE_BYTES_MAX) return;
+    sp.rgs = fr_calloc((size_t)w->ncols, sizeof *sp.rgs);
+    sp.highs = fr_calloc((size_t)w->ncols, sizeof *sp.highs);
+    if (!sp.rgs || !sp.highs) {
+        spare_free(&sp);
+        return;
+    }
+    for (int i = 0; i < w->ncols; i++) {
+        pq_colw *cw = &w->cols[i];
+        sp.highs[i] = cw->rg_high > cw->rg.len ? cw->rg_high : cw->rg.len;
+        sp.rgs[i] = cw->rg;
+        sp.rgs[i].len = 0;
+        fr_buf_init(&cw->rg);
+    }
+    sp.comp = w->comp;
+    w->comp = NULL;
+    pq_spare old[PQ_SPARES];
+    int nold = 0;
+    pthread_mutex_lock(&spare_mu);
+    while (nspares > 0 && (nspares == PQ_SPARES || spare_bytes + sp.bytes > PQ_SPARE_BYTES_MAX)) {
+        old[nold++] = spares[0];
+        spare_bytes -= spares[0].bytes;
+        memmove(&spares[0], &spares[1], (size_t)(nspares - 1) * sizeof *spares);
+        nspares--;
+    }
+    spares[nspares++] = sp;
+    spare_bytes += sp.bytes;
+    pthread_mutex_unlock(&spare_mu);
+    for (int i = 0; i < nold; i++) spare_free(&old[i]); /* freed outside the lock */
+}
+
 /* ---- public API -------------------------------------------------------------------------- */
 
 static void colw_free(pq_colw *cw)
 {
     fr_buf_free(&cw->defs);
-    fr_buf_free(&cw->vals);
-    fr_buf_free(&cw->chunk);
+    fr_buf_free(&cw->idx);
+    fr_buf_free(&cw->rg);
+    fr_free(cw->pages);
     dict_clear(&cw->dict);
     fr_buf_free(&cw->dict.plain);
     fr_free(cw->dict.offs);
@@ -992,11 +1297,12 @@ static void writer_free(fr_parquet_writer *w)
 {
     if (!w) return;
     if (w->fd >= 0) close(w->fd);
+    spare_give(w);
     for (int i = 0; w->cols && i < w->ncols; i++) colw_free(&w->cols[i]);
     fr_free(w->cols);
     pq_compressor_free(w->comp);
-    fr_buf_free(&w->page);
     fr_buf_free(&w->zpage);
+    fr_buf_free(&w->levels);
     fr_buf_free(&w->header);
     fr_free(w->chunks);
     fr_free(w->rg_rows_of);
@@ -1062,7 +1368,8 @@ int fr_parquet_writer_open(const char *path, const fr_schema *schema, const int3
         cw->width = plain_width(&cw->map);
         cw->dict_on = cw->map.physical != PQ_BOOLEAN;
     }
-    FR_GOTO(pq_compressor_new(o.codec, o.zstd_level, &w->comp, err));
+    spare_take(w);
+    if (!w->comp) FR_GOTO(pq_compressor_new(o.codec, o.zstd_level, &w->comp, err));
     w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (w->fd < 0) {
         rc = fr_fail_errno(err, errno, "create %s", path);

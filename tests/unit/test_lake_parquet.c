@@ -275,6 +275,80 @@ static void test_row_groups_and_pages(void **state)
     fr_schema_free(s);
 }
 
+/* A page whose definition levels outgrow the room kept before its values (runs of 8 nulls
+ * and 8 values encode as 2 bytes per 8 rows: 5000 bytes for a 20000-row page), so the writer
+ * moves the values up; and pages of values right after it. */
+static void test_long_levels(void **state)
+{
+    (void)state;
+    tu_pick_seed("test_long_levels");
+    const int64_t rows = 50000;
+    fr_schema *s = tu_schema(rt_cols + 3, 2, true); /* INT and BIGINT */
+    tu_model m;
+    tu_model_random(&m, s, rows, 0);
+    uint8_t *defs = malloc((size_t)rows);
+    assert_non_null(defs);
+    for (int64_t r = 0; r < rows; r++) {
+        defs[r] = (r / 8) % 2 == 0 || r >= 45000;
+        if (!defs[r]) *tu_cell(&m, 0, r) = fr_value_null(fr_schema_field(s, 0)->type);
+    }
+    fr_buf lv;
+    fr_buf_init(&lv);
+    fr_error err;
+    assert_int_equal(pq_rle_encode_u8(defs, 20000, 1, &lv, &err), 0);
+    assert_true(lv.len > 4096); /* the writer's PQ_PAGE_HEAD */
+    fr_buf_free(&lv);
+    free(defs);
+    fr_batch *b = tu_build(s, &m);
+    const char *path = tmp_path("levels.parquet");
+    fr_parquet_file_info *info = write_file(path, s, &b, 1, NULL, NULL);
+    assert_int_equal(info->cols[0].nulls, 22496); /* 2812 runs of 8 below row 45000 */
+    fr_parquet_reader *r = NULL;
+    if (fr_parquet_open(path, &r, &err) < 0) fail_msg("open: %s", err.msg);
+    check_file(r, &m, NULL, 0);
+    fr_parquet_close(r);
+    fr_parquet_file_info_free(info);
+    fr_batch_free(b);
+    tu_model_free(&m);
+    fr_schema_free(s);
+}
+
+/* Writers one after another reuse the row-group buffers and compressor a finished writer
+ * leaves: files of the same column count with other data, other codecs and other column
+ * types, and of another column count in between, all read back as written. */
+static void test_writer_reuse(void **state)
+{
+    (void)state;
+    tu_pick_seed("test_writer_reuse");
+    fr_parquet_codec codecs[] = {FR_PARQUET_ZSTD, FR_PARQUET_SNAPPY, FR_PARQUET_ZSTD,
+                                 FR_PARQUET_UNCOMPRESSED, FR_PARQUET_ZSTD};
+    int first[] = {0, 10, 3, 12, 0};
+    int ncols[] = {6, 6, 4, 6, 6};
+    for (int k = 0; k < 5; k++) {
+        fr_schema *s = tu_schema(rt_cols + first[k], ncols[k], true);
+        tu_model m;
+        tu_model_random(&m, s, 4000 + 3000 * k, 5 * k);
+        fr_batch *b = tu_build(s, &m);
+        fr_parquet_options o;
+        fr_parquet_options_default(&o);
+        o.codec = codecs[k];
+        o.row_group_bytes = k % 2 ? 40000 : 300000;
+        o.page_bytes = 3000;
+        const char *path = tmp_path("reuse.parquet");
+        fr_parquet_file_info *info = write_file(path, s, &b, 1, &o, NULL);
+        fr_error err;
+        fr_parquet_reader *r = NULL;
+        if (fr_parquet_open(path, &r, &err) < 0) fail_msg("open: %s", err.msg);
+        assert_int_equal(fr_parquet_num_row_groups(r), info->nrow_groups);
+        check_file(r, &m, NULL, 0);
+        fr_parquet_close(r);
+        fr_parquet_file_info_free(info);
+        fr_batch_free(b);
+        tu_model_free(&m);
+        fr_schema_free(s);
+    }
+}
+
 static void test_time_precision_zero(void **state)
 {
     (void)state;
@@ -1077,6 +1151,8 @@ int main(void)
         cmocka_unit_test(test_round_trip_types),
         cmocka_unit_test(test_round_trip_codecs),
         cmocka_unit_test(test_row_groups_and_pages),
+        cmocka_unit_test(test_long_levels),
+        cmocka_unit_test(test_writer_reuse),
         cmocka_unit_test(test_time_precision_zero),
         cmocka_unit_test(test_dictionary_and_fallback),
         cmocka_unit_test(test_statistics),
