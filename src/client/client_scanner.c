@@ -20,6 +20,11 @@
 #define SCANNER_DISCOVERY_NS (1000 * 1000000LL)
 #define SCANNER_IDLE_SLEEP_NS (2 * 1000000LL)
 #define SCANNER_MAX_BYTES_DEFAULT (4 << 20)
+/* The longest the server holds a fetch sent ahead. A scanner closed or moved meanwhile
+ * cannot take it back, and until it ends it counts against the connection's requests in
+ * flight (server.inflight.max): a short wait bounds what such leftovers hold. A poll that
+ * finds it answered empty fetches again for the rest of its timeout. */
+#define SCANNER_AHEAD_WAIT_MS_MAX 1000
 
 typedef struct ssub {
     int64_t pid;
@@ -557,7 +562,9 @@ static int poll_remote(firth_scanner *s, int64_t timeout_ms, firth_scan_result *
         if (rc < 0) return rc;
     }
     rc = fetch_result(s, m, &tr, err);
-    if (rc == 0) ahead_send(s, tr, timeout_ms);
+    if (rc == 0)
+        ahead_send(s, tr, timeout_ms < SCANNER_AHEAD_WAIT_MS_MAX ? timeout_ms
+                                                                 : SCANNER_AHEAD_WAIT_MS_MAX);
     if (rc == 0) rc = fetch_apply(s, tr, r, err);
     if (rc < 0) ahead_drop(s);
     fr_rpc_free(m);
