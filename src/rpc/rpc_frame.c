@@ -157,16 +157,37 @@ static int fr_rpc_append_frame(fr_buf *out, const uint8_t *hdr, size_t hdr_len,
     return 0;
 }
 
-int fr_rpc_write_request(fr_buf *out, fr_rpc_api api, int api_version, int32_t request_id,
-                         const ProtobufCMessage *body, int64_t frame_bytes_max, fr_error *err)
+/* The header of a request frame carrying body, whose packed size goes to *body_len. */
+static int request_head(fr_rpc_api api, int api_version, int32_t request_id,
+                        const ProtobufCMessage *body, int64_t frame_bytes_max,
+                        uint8_t hdr[FR_RPC_REQUEST_HEADER_BYTES], size_t *body_len,
+                        fr_error *err)
 {
     const fr_rpc_api_info *info = fr_rpc_api_lookup((int)api);
     assert(info && body->descriptor == info->request);
     (void)info;
-    size_t body_len = protobuf_c_message_get_packed_size(body);
+    *body_len = protobuf_c_message_get_packed_size(body);
+    return fr_rpc_request_header_encode(hdr, (int)api, api_version, request_id, *body_len,
+                                        frame_bytes_max, err);
+}
+
+/* The header of a response frame carrying body, whose packed size goes to *body_len. */
+static int response_head(fr_rpc_result result, int32_t request_id, const ProtobufCMessage *body,
+                         int64_t frame_bytes_max, uint8_t hdr[FR_RPC_RESPONSE_HEADER_BYTES],
+                         size_t *body_len, fr_error *err)
+{
+    assert((result == FR_RPC_ERROR) == (body->descriptor == &firth__error__descriptor));
+    *body_len = protobuf_c_message_get_packed_size(body);
+    return fr_rpc_response_header_encode(hdr, result, request_id, *body_len, frame_bytes_max,
+                                         err);
+}
+
+int fr_rpc_write_request(fr_buf *out, fr_rpc_api api, int api_version, int32_t request_id,
+                         const ProtobufCMessage *body, int64_t frame_bytes_max, fr_error *err)
+{
+    size_t body_len;
     uint8_t hdr[FR_RPC_REQUEST_HEADER_BYTES];
-    FR_TRY(fr_rpc_request_header_encode(hdr, (int)api, api_version, request_id, body_len,
-                                        frame_bytes_max, err));
+    FR_TRY(request_head(api, api_version, request_id, body, frame_bytes_max, hdr, &body_len, err));
     return fr_rpc_append_frame(out, hdr, sizeof hdr, body, body_len, err);
 }
 
@@ -259,13 +280,9 @@ int fr_rpc_write_request_gather(fr_rpc_gather *g, fr_rpc_api api, int api_versio
                                 int32_t request_id, const ProtobufCMessage *body,
                                 int64_t frame_bytes_max, fr_error *err)
 {
-    const fr_rpc_api_info *info = fr_rpc_api_lookup((int)api);
-    assert(info && body->descriptor == info->request);
-    (void)info;
-    size_t body_len = protobuf_c_message_get_packed_size(body);
+    size_t body_len;
     uint8_t hdr[FR_RPC_REQUEST_HEADER_BYTES];
-    FR_TRY(fr_rpc_request_header_encode(hdr, (int)api, api_version, request_id, body_len,
-                                        frame_bytes_max, err));
+    FR_TRY(request_head(api, api_version, request_id, body, frame_bytes_max, hdr, &body_len, err));
     return gather_frame(g, hdr, sizeof hdr, body, body_len, err);
 }
 
@@ -273,20 +290,18 @@ int fr_rpc_write_response_gather(fr_rpc_gather *g, fr_rpc_result result, int32_t
                                  const ProtobufCMessage *body, int64_t frame_bytes_max,
                                  fr_error *err)
 {
-    assert((result == FR_RPC_ERROR) == (body->descriptor == &firth__error__descriptor));
-    size_t body_len = protobuf_c_message_get_packed_size(body);
+    size_t body_len;
     uint8_t hdr[FR_RPC_RESPONSE_HEADER_BYTES];
-    FR_TRY(fr_rpc_response_header_encode(hdr, result, request_id, body_len, frame_bytes_max, err));
+    FR_TRY(response_head(result, request_id, body, frame_bytes_max, hdr, &body_len, err));
     return gather_frame(g, hdr, sizeof hdr, body, body_len, err);
 }
 
 int fr_rpc_write_response(fr_buf *out, fr_rpc_result result, int32_t request_id,
                           const ProtobufCMessage *body, int64_t frame_bytes_max, fr_error *err)
 {
-    assert((result == FR_RPC_ERROR) == (body->descriptor == &firth__error__descriptor));
-    size_t body_len = protobuf_c_message_get_packed_size(body);
+    size_t body_len;
     uint8_t hdr[FR_RPC_RESPONSE_HEADER_BYTES];
-    FR_TRY(fr_rpc_response_header_encode(hdr, result, request_id, body_len, frame_bytes_max, err));
+    FR_TRY(response_head(result, request_id, body, frame_bytes_max, hdr, &body_len, err));
     return fr_rpc_append_frame(out, hdr, sizeof hdr, body, body_len, err);
 }
 
