@@ -82,6 +82,8 @@ int kv_pending_load(kv_pending *p, rocksdb_t *db, rocksdb_column_family_handle_t
                     const rocksdb_readoptions_t *ro, fr_error *err);
 /* Replaces the entry's value with a copy of val (NULL: the key is deleted); marks it dirty. */
 int kv_pending_set(kv_pending *p, kv_entry *e, const uint8_t *val, size_t vlen, fr_error *err);
+/* RocksDB's bytewise order of two keys: the common prefix, then the shorter first. */
+int kv_key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
 /* The dirty entries sorted by key, in a new array (fr_free it; NULL when none): a write
  * batch in key order inserts into the memtable's skip list faster. */
 int kv_pending_dirty_sorted(kv_pending *p, kv_entry ***out, size_t *n, fr_error *err);
@@ -173,6 +175,7 @@ typedef struct kv_inflight {
     struct kv_inflight *next;
     kv_pending rows;          /* the write's pending table */
     rocksdb_writebatch_t *wb; /* its rows and the meta key, in key order */
+    const kv_entry *kmin, *kmax; /* its smallest and largest changed keys (in rows) */
     fr_log_ticket ticket;
     int64_t applied;          /* the log's end after its changelog */
     int64_t nkeys;            /* the key count after it (-1: unknown) */

@@ -120,14 +120,17 @@ int kv_pending_add(kv_pending *p, const uint8_t *key, size_t klen, bool load, kv
     return FR_OK;
 }
 
-/* RocksDB's bytewise order: the common prefix, then the shorter key first. */
+int kv_key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    if (c != 0) return c;
+    return alen < blen ? -1 : alen > blen;
+}
+
 static int entry_cmp(const void *a, const void *b)
 {
     const kv_entry *x = *(kv_entry *const *)a, *y = *(kv_entry *const *)b;
-    size_t n = x->klen < y->klen ? x->klen : y->klen;
-    int c = memcmp(x->key, y->key, n);
-    if (c != 0) return c;
-    return x->klen < y->klen ? -1 : x->klen > y->klen;
+    return kv_key_cmp(x->key, x->klen, y->key, y->klen);
 }
 
 /* The dirty entries (or, !dirty, those still to be read), sorted by key, in a new array

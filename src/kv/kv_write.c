@@ -328,13 +328,17 @@ static int kv_append(kv_wctx *w, int64_t writer_id, int32_t seq, int64_t *base,
     return rc;
 }
 
-/* The changed rows in key order in wb (empty), built before the append so that nothing
- * that may fail for want of memory runs between the append and the write. */
-static int kv_batch_rows(fr_kv *kv, rocksdb_writebatch_t *wb, fr_error *err)
+/* The changed rows in key order in f's write batch (empty), built before the append so
+ * that nothing that may fail for want of memory runs between the append and the write;
+ * f's key range with them. */
+static int kv_batch_rows(fr_kv *kv, kv_inflight *f, fr_error *err)
 {
     kv_entry **dirty = NULL;
     size_t ndirty = 0;
+    rocksdb_writebatch_t *wb = f->wb;
     FR_TRY(kv_pending_dirty_sorted(&kv->pending, &dirty, &ndirty, err));
+    f->kmin = ndirty ? dirty[0] : NULL;
+    f->kmax = ndirty ? dirty[ndirty - 1] : NULL;
     for (size_t i = 0; i < ndirty; i++) {
         const kv_entry *e = dirty[i];
         if (e->val)
@@ -362,11 +366,16 @@ static int kv_apply(fr_kv *kv, rocksdb_writebatch_t *wb, int64_t applied, int64_
 
 /* The row of e's key as the writes in flight left it, when one of them changed it: the
  * newest wins, and e need not be read from RocksDB (which has not got it yet). The value
- * stays in the in-flight write's arena, which is freed only under mu after it is done. */
+ * stays in the in-flight write's arena, which is freed only under mu after it is done. A
+ * write whose key range does not hold the key is not searched (writers of other key
+ * ranges share the bucket, and a probe of their tables is a cache miss each). */
 static void kv_inflight_row(fr_kv *kv, kv_entry *e)
 {
     const kv_entry *found = NULL;
     for (const kv_inflight *f = kv->inflight; f; f = f->next) {
+        if (!f->kmin || kv_key_cmp(e->key, e->klen, f->kmin->key, f->kmin->klen) < 0 ||
+            kv_key_cmp(e->key, e->klen, f->kmax->key, f->kmax->klen) > 0)
+            continue;
         const kv_entry *x = kv_pending_find(&f->rows, e->key, e->klen, e->hash);
         if (x && x->dirty) found = x;
     }
@@ -557,7 +566,7 @@ static int kv_write_locked(kv_wctx *w, const fr_batch *rows, const uint8_t *ops,
     kv_inflight *f = NULL;
     FR_TRY(kv_inflight_take(kv, &f, err));
     int64_t base = -1;
-    int rc = kv_batch_rows(kv, f->wb, err);
+    int rc = kv_batch_rows(kv, f, err);
     if (rc == FR_OK) rc = kv_append(w, writer_id, seq, &base, &f->ticket, err);
     if (rc == FR_EDUPLICATE) res->base_offset = base;
     if (rc < 0) {
