@@ -65,8 +65,9 @@ typedef struct kv_pending {
 
 void kv_pending_free(kv_pending *p);
 void kv_pending_clear(kv_pending *p);
-/* Lets go of the values read from RocksDB (entries that the write did not change), so that
- * a table kept past its write holds no memtable or block of RocksDB's. */
+/* Forgets the values of the entries the write did not change (read from RocksDB or from
+ * another write in flight), so that a table kept past its write holds no memtable or block
+ * of RocksDB's and no pointer into another write's memory; its changed rows stay. */
 void kv_pending_unpin(kv_pending *p);
 /* Makes room for n more keys, so that no entry moves while they are added. */
 int kv_pending_reserve(kv_pending *p, size_t n, fr_error *err);

@@ -46,8 +46,8 @@ void kv_pending_unpin(kv_pending *p)
 {
     for (size_t i = 0; p->count > 0 && i < p->cap; i++) {
         kv_entry *e = &p->slots[i];
-        if (!e->pin) continue;
-        rocksdb_pinnableslice_destroy(e->pin);
+        if (!e->key || e->dirty) continue;
+        if (e->pin) rocksdb_pinnableslice_destroy(e->pin);
         e->pin = NULL;
         e->val = NULL;
         e->vlen = 0;

@@ -158,8 +158,6 @@ static int kv_check_targets(fr_kv *kv, const int *targets, int ntarget, bool *fl
 
 /* ---- records ------------------------------------------------------------------------------ */
 
-/* Copies the records kept lazily (rows 0..nrecords-1 of the input) into the column
- * buffers; from then on every record is built. */
 /* Room in the column buffers for the records a write of these rows may have: one per row,
  * or two (-U and +U) with FULL images. */
 static int kv_cols_expect(kv_wctx *w, fr_error *err)
@@ -168,6 +166,8 @@ static int kv_cols_expect(kv_wctx *w, fr_error *err)
     return kv_cols_reserve(&w->cols, w->kv->image == FR_CHANGELOG_FULL ? 2 * n : n, err);
 }
 
+/* Copies the records kept lazily (rows 0..nrecords-1 of the input) into the column
+ * buffers; from then on every record is built. */
 static int kv_materialize(kv_wctx *w, fr_error *err)
 {
     fr_kv *kv = w->kv;
