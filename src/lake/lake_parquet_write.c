@@ -17,9 +17,11 @@
  * between writers"). The file is created with O_EXCL and removed on any failure. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/aio_abi.h>
 #include <math.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -119,6 +121,12 @@ struct fr_parquet_writer {
     int nrgs, rgs_cap;
     fr_arena *arena;
     bool failed;
+    /* An fdatasync running in the kernel while the writer goes on (see early_sync) */
+    aio_context_t aio;   /* 0: none */
+    struct iocb sync_cb;
+    bool sync_busy;
+    bool sync_off;       /* AIO refused: nothing is started early */
+    int sync_err;        /* the errno an early fdatasync failed with (0: none) */
 };
 
 /* ---- small helpers ----------------------------------------------------------------------- */
@@ -462,6 +470,65 @@ static int write_iov(fr_parquet_writer *w, struct iovec *iov, int iovcnt, fr_err
         }
     }
     return 0;
+}
+
+/* ---- early flushes ------------------------------------------------------------------------ */
+
+/* The closing fsync of a file waits for the device to flush what was written (0.02 to 0.27 s
+ * for 182 MB in bench_lake_tier); so while the writer compresses and writes, an fdatasync of
+ * what is written so far runs in the kernel (Linux AIO, IOCB_CMD_FDSYNC: a kernel worker
+ * runs it, no thread of ours), one at a time, after each column chunk, and the closing
+ * fsync (which still makes everything durable) finds little left (0.01 to 0.04 s). An
+ * early fdatasync that fails fails the file: the kernel reports a write-back error to one
+ * fsync of the open file only, which may be that one. Where AIO is not available nothing
+ * is started early. */
+static void early_sync_reap(fr_parquet_writer *w, bool wait)
+{
+    if (!w->sync_busy) return;
+    struct io_event ev;
+    struct timespec zero = {0, 0};
+    for (;;) {
+        long n = syscall(SYS_io_getevents, w->aio, wait ? 1 : 0, 1, &ev, wait ? NULL : &zero);
+        if (n == 1) {
+            w->sync_busy = false;
+            if ((int64_t)ev.res < 0 && !w->sync_err) w->sync_err = (int)-(int64_t)ev.res;
+            return;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && wait) { /* its result is lost: the context goes (which waits for it) */
+            syscall(SYS_io_destroy, w->aio);
+            w->aio = 0;
+            w->sync_busy = false;
+            if (!w->sync_err) w->sync_err = EIO;
+        }
+        return;
+    }
+}
+
+/* Starts an fdatasync of the file unless one is running. */
+static void early_sync(fr_parquet_writer *w)
+{
+    early_sync_reap(w, false);
+    if (w->sync_busy || w->sync_off) return;
+    if (!w->aio && syscall(SYS_io_setup, 1, &w->aio) < 0) {
+        w->aio = 0;
+        w->sync_off = true;
+        return;
+    }
+    memset(&w->sync_cb, 0, sizeof w->sync_cb);
+    w->sync_cb.aio_fildes = (uint32_t)w->fd;
+    w->sync_cb.aio_lio_opcode = IOCB_CMD_FDSYNC;
+    struct iocb *cbs[1] = {&w->sync_cb};
+    if (syscall(SYS_io_submit, w->aio, 1, cbs) == 1) w->sync_busy = true;
+    else w->sync_off = true;
+}
+
+/* Waits for a running early fdatasync and frees the AIO context. */
+static void early_sync_end(fr_parquet_writer *w)
+{
+    early_sync_reap(w, true);
+    if (w->aio) syscall(SYS_io_destroy, w->aio);
+    w->aio = 0;
 }
 
 /* ---- dictionary -------------------------------------------------------------------------- */
@@ -983,6 +1050,7 @@ static int finish_chunk(fr_parquet_writer *w, int col, pq_chunk_out *co, fr_erro
      * written, rather than all at the closing fsync (which still makes them durable). A
      * hint: where the file system cannot, the fsync does it all. */
     (void)sync_file_range(w->fd, start, w->offset - start, SYNC_FILE_RANGE_WRITE);
+    early_sync(w);
     co->values = cw->chunk_values;
     co->nulls = cw->chunk_nulls;
     co->enc_plain = cw->chunk_plain || cw->chunk_dict;
@@ -1296,6 +1364,7 @@ static void colw_free(pq_colw *cw)
 static void writer_free(fr_parquet_writer *w)
 {
     if (!w) return;
+    early_sync_end(w); /* before the file goes: the kernel may still be syncing it */
     if (w->fd >= 0) close(w->fd);
     spare_give(w);
     for (int i = 0; w->cols && i < w->ncols; i++) colw_free(&w->cols[i]);
@@ -1517,6 +1586,11 @@ int fr_parquet_writer_close(fr_parquet_writer *w, fr_parquet_file_info **info, f
     }
     FR_GOTO(flush_row_group(w, err));
     FR_GOTO(write_footer(w, err));
+    early_sync_end(w);
+    if (w->sync_err) {
+        rc = fr_fail_errno(err, w->sync_err, "fsync %s", w->path);
+        goto fail;
+    }
     if (fsync(w->fd) < 0) {
         rc = fr_fail_errno(err, errno, "fsync %s", w->path);
         goto fail;
