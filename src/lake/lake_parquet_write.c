@@ -505,15 +505,15 @@ static void early_sync_reap(fr_parquet_writer *w, bool wait)
     }
 }
 
-/* Starts an fdatasync of the file unless one is running. */
-static void early_sync(fr_parquet_writer *w)
+/* Starts an fdatasync of the file unless one is running; false when none was started. */
+static bool early_sync(fr_parquet_writer *w)
 {
     early_sync_reap(w, false);
-    if (w->sync_busy || w->sync_off) return;
+    if (w->sync_busy || w->sync_off) return false;
     if (!w->aio && syscall(SYS_io_setup, 1, &w->aio) < 0) {
         w->aio = 0;
         w->sync_off = true;
-        return;
+        return false;
     }
     memset(&w->sync_cb, 0, sizeof w->sync_cb);
     w->sync_cb.aio_fildes = (uint32_t)w->fd;
@@ -521,6 +521,7 @@ static void early_sync(fr_parquet_writer *w)
     struct iocb *cbs[1] = {&w->sync_cb};
     if (syscall(SYS_io_submit, w->aio, 1, cbs) == 1) w->sync_busy = true;
     else w->sync_off = true;
+    return w->sync_busy;
 }
 
 /* Waits for a running early fdatasync and frees the AIO context. */
@@ -1047,10 +1048,12 @@ static int finish_chunk(fr_parquet_writer *w, int col, pq_chunk_out *co, fr_erro
         co->compressed += csize;
     }
     /* The chunk's bytes start for the disk now, while the next chunks are compressed and
-     * written, rather than all at the closing fsync (which still makes them durable). A
-     * hint: where the file system cannot, the fsync does it all. */
-    (void)sync_file_range(w->fd, start, w->offset - start, SYNC_FILE_RANGE_WRITE);
-    early_sync(w);
+     * written, rather than all at the closing fsync (which still makes them durable): an
+     * early fdatasync starts their write-back in the kernel's worker; when one is still
+     * running, this thread starts it (a hint: where the file system cannot, the fsync does
+     * it all). */
+    if (!early_sync(w))
+        (void)sync_file_range(w->fd, start, w->offset - start, SYNC_FILE_RANGE_WRITE);
     co->values = cw->chunk_values;
     co->nulls = cw->chunk_nulls;
     co->enc_plain = cw->chunk_plain || cw->chunk_dict;
