@@ -92,7 +92,9 @@ typedef struct fr_schema fr_schema;
 int fr_schema_new(const fr_field *fields, int nfields, int32_t schema_id, fr_schema **out,
                   fr_error *err);
 void fr_schema_free(fr_schema *s);
-fr_schema *fr_schema_clone(const fr_schema *s); /* NULL on allocation failure */
+/* Another owner of s (schemas are immutable and shared, so this never copies or fails);
+ * each owner calls fr_schema_free. Thread: any. */
+fr_schema *fr_schema_clone(const fr_schema *s);
 int fr_schema_num_fields(const fr_schema *s);
 /* The i-th field; lives as long as the schema. */
 const fr_field *fr_schema_field(const fr_schema *s, int i);

@@ -3,12 +3,17 @@
  * Invariants: every name is 1..FR_NAME_BYTES_MAX bytes without control characters, names
  * are unique ignoring ASCII case, every type validates, and the field count is at most
  * FR_SCHEMA_COLUMNS_MAX. A schema owns its field array and every name; nothing changes after
- * creation, so schemas may be read from any thread. */
+ * creation, so schemas may be read from any thread. Being immutable, a schema is shared
+ * rather than copied: a clone is one more reference (every batch holds its schema, and
+ * copying one per decoded batch cost more than decoding a small batch's values), freed
+ * with the last. */
 #include "types/types.h"
 
+#include <stdatomic.h>
 #include <strings.h>
 
 struct fr_schema {
+    atomic_int refs; /* owners: fr_schema_new's and each clone's */
     int32_t id;
     int nfields;
     fr_field fields[];
@@ -32,7 +37,7 @@ static int fr_schema_check_name(const char *name, int i, fr_error *err)
 
 void fr_schema_free(fr_schema *s)
 {
-    if (!s) return;
+    if (!s || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) > 1) return;
     for (int i = 0; i < s->nfields; i++) fr_free(s->fields[i].name);
     fr_free(s);
 }
@@ -53,6 +58,7 @@ int fr_schema_new(const fr_field *fields, int nfields, int32_t schema_id, fr_sch
     }
     fr_schema *s = fr_calloc(1, sizeof *s + (size_t)nfields * sizeof(fr_field));
     FR_CHECK(s != NULL, FR_ENOMEM, err, "out of memory creating a schema of %d columns", nfields);
+    atomic_init(&s->refs, 1);
     s->id = schema_id;
     for (int i = 0; i < nfields; i++) {
         s->fields[i].type = fields[i].type;
@@ -71,9 +77,9 @@ int fr_schema_new(const fr_field *fields, int nfields, int32_t schema_id, fr_sch
 
 fr_schema *fr_schema_clone(const fr_schema *s)
 {
-    fr_schema *c = NULL;
-    if (fr_schema_new(s->fields, s->nfields, s->id, &c, NULL) < 0) return NULL;
-    return c;
+    fr_schema *shared = (fr_schema *)s; /* immutable: only the count changes */
+    atomic_fetch_add_explicit(&shared->refs, 1, memory_order_relaxed);
+    return shared;
 }
 
 int fr_schema_num_fields(const fr_schema *s)
