@@ -11,7 +11,9 @@
  * single-threaded. After each round the peer, bench/peer_duckdb_write.mjs run with node,
  * loads the round's Parquet files into an in-memory DuckDB table (untimed) and times
  * COPY t TO 'f.parquet' (FORMAT parquet, COMPRESSION zstd) under SET threads=1, so that both
- * see the same load of the machine. Target: firth's median rows/s >= 1.0x DuckDB's.
+ * see the same load of the machine. Target: firth's median rows/s >= 1.0x DuckDB's. Each
+ * round also reports its CPU time and the time its thread waited for a core (other work on
+ * the machine), which with the wall time tells what the round waited on the disk.
  *
  * Freshness: a table with 'table.datalake.freshness' = --freshness (10s) and one tiering
  * thread; a writer appends --fresh-rows rows every 100 ms for --fresh-seconds seconds and
@@ -76,8 +78,29 @@ static int lt_open(const char *data_dir, int threads, fr_engine **out, fr_error 
 
 typedef struct lt_run {
     double seconds, cpu_seconds, rows_per_s, rows_per_cpu_s;
+    double wait_core_seconds; /* the round's thread runnable but not running (-1: unknown) */
     int64_t lake_bytes;
 } lt_run;
+
+/* Nanoseconds this thread has spent runnable but waiting for a core (the second field of
+ * /proc/thread-self/schedstat), or -1 when the kernel does not say. On a machine shared with
+ * other work it tells how much of a round's wall time went to the others rather than to the
+ * round's own CPU or its waits for the disk. */
+static int64_t lt_wait_core_ns(void)
+{
+    char line[256];
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    if (!f) return -1;
+    bool ok = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    if (!ok) return -1;
+    char *end = NULL;
+    (void)strtoull(line, &end, 10);
+    if (end == line || *end != ' ') return -1;
+    char *p = end;
+    unsigned long long v = strtoull(p, &end, 10);
+    return end == p ? -1 : (int64_t)v;
+}
 
 /* One load and one timed round into data_dir (kept: the peer reads the last one's files). */
 static int lt_tier_once(const lt_config *cfg, const char *data_dir, lt_run *run, fr_error *err)
@@ -100,10 +123,12 @@ static int lt_tier_once(const lt_config *cfg, const char *data_dir, lt_run *run,
     /* The load left the log's bytes to the operating system (FR_FLUSH_NONE): written out
      * now, so that the round's fsyncs do not pay for them. */
     sync();
-    int64_t id = -1, t0 = fr_monotonic_ns(), c0 = bk_cpu_ns();
+    int64_t id = -1, w0 = lt_wait_core_ns(), t0 = fr_monotonic_ns(), c0 = bk_cpu_ns();
     FR_GOTO(fr_table_tier(t, &id, err));
     run->seconds = (double)(fr_monotonic_ns() - t0) / 1e9;
     run->cpu_seconds = (double)(bk_cpu_ns() - c0) / 1e9;
+    int64_t w1 = lt_wait_core_ns();
+    run->wait_core_seconds = w0 >= 0 && w1 >= w0 ? (double)(w1 - w0) / 1e9 : -1;
     run->rows_per_s = (double)cfg->rows / run->seconds;
     run->rows_per_cpu_s = (double)cfg->rows / run->cpu_seconds;
     fr_lake_status st;
@@ -148,9 +173,10 @@ static int lt_run_peer(const lt_config *cfg, const char *data_dir, int rep, json
 
 static json_t *lt_run_json(const lt_run *r)
 {
-    return json_pack("{s:f, s:f, s:f, s:f, s:I}", "seconds", r->seconds, "cpu_seconds",
+    return json_pack("{s:f, s:f, s:f, s:f, s:I, s:f}", "seconds", r->seconds, "cpu_seconds",
                      r->cpu_seconds, "rows_per_s", r->rows_per_s, "rows_per_cpu_s",
-                     r->rows_per_cpu_s, "lake_bytes", (json_int_t)r->lake_bytes);
+                     r->rows_per_cpu_s, "lake_bytes", (json_int_t)r->lake_bytes,
+                     "wait_core_seconds", r->wait_core_seconds);
 }
 
 /* The firth and DuckDB figures, compared. */
@@ -192,9 +218,10 @@ static int lt_throughput(const lt_config *cfg, json_t *doc, json_t *targets, fr_
         rates[r] = runs[r].rows_per_s;
         cpu_rates[r] = runs[r].rows_per_cpu_s;
         json_array_append_new(jruns, lt_run_json(&runs[r]));
-        printf("  firth round %d: %lld rows in %.3f s (%.3f s CPU): %.0f rows/s, %.1f MB of "
-               "Parquet\n", r + 1, (long long)cfg->rows, runs[r].seconds, runs[r].cpu_seconds,
-               runs[r].rows_per_s, (double)runs[r].lake_bytes / 1e6);
+        printf("  firth round %d: %lld rows in %.3f s (%.3f s CPU, %.3f s waiting for a core): "
+               "%.0f rows/s, %.1f MB of Parquet\n", r + 1, (long long)cfg->rows, runs[r].seconds,
+               runs[r].cpu_seconds, runs[r].wait_core_seconds, runs[r].rows_per_s,
+               (double)runs[r].lake_bytes / 1e6);
         if (!cfg->peer_script) continue;
         json_t *peer = NULL;
         FR_GOTO(lt_run_peer(cfg, data_dir, r, &peer, err));
