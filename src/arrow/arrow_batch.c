@@ -215,11 +215,21 @@ void fr_column_get(const fr_column *c, int64_t row, fr_value *out)
     }
 }
 
+/* Whether cols is every column of b in order: the projection then shares b's schema. */
+static bool project_is_identity(const fr_batch *b, const int *cols, int ncols)
+{
+    if (ncols != b->ncols) return false;
+    for (int i = 0; i < ncols; i++)
+        if (cols[i] != i) return false;
+    return true;
+}
+
 int fr_batch_project(const fr_batch *b, const int *cols, int ncols, fr_batch **out,
                      fr_error *err)
 {
     fr_schema *s = NULL;
-    FR_TRY(fr_schema_project(b->schema, cols, ncols, &s, err));
+    if (project_is_identity(b, cols, ncols)) s = fr_schema_clone(b->schema);
+    else FR_TRY(fr_schema_project(b->schema, cols, ncols, &s, err));
     fr_batch *p = NULL;
     int rc = fr_batch_alloc(s, b->rows, &p, err);
     fr_schema_free(s);
