@@ -184,8 +184,11 @@ typedef struct kv_inflight {
     atomic_bool done;
 } kv_inflight;
 
-/* Done in-flight writes kept for reuse (their slots and write batch), per store. */
-#define KV_INFLIGHT_SPARES 4
+/* Done in-flight writes kept for reuse (their slots and write batch), per store, and the
+ * largest write batch a spare keeps: an idle store holds little more than one write's
+ * buffers. */
+#define KV_INFLIGHT_SPARES 2
+#define KV_INFLIGHT_WB_KEEP_BYTES (1 << 20)
 
 struct fr_kv {
     char *name;

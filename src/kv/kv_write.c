@@ -442,7 +442,7 @@ static void kv_inflight_reap(fr_kv *kv)
         kv_pending_clear(&f->rows);
         size_t size = 0;
         rocksdb_writebatch_data(f->wb, &size);
-        if (kv->nspares < KV_INFLIGHT_SPARES && size <= KV_WRITE_BATCH_KEEP_BYTES) {
+        if (kv->nspares < KV_INFLIGHT_SPARES && size <= KV_INFLIGHT_WB_KEEP_BYTES) {
             rocksdb_writebatch_clear(f->wb);
             f->next = kv->spares;
             kv->spares = f;
@@ -655,6 +655,13 @@ int fr_kv_write(fr_kv *kv, const fr_batch *rows, const uint8_t *ops,
     if (f) {
         rc = kv_finish(kv, f, err);
         if (rc < 0) res = (fr_kv_write_result){ 0, -1, 0 };
+        /* The last write of a burst frees the done writes (their rows and arenas) now
+         * rather than at the store's next write; when another write holds the lock, it
+         * frees them itself. */
+        if (pthread_mutex_trylock(&kv->mu) == 0) {
+            kv_inflight_reap(kv);
+            pthread_mutex_unlock(&kv->mu);
+        }
     } else if (rc == FR_OK || rc == FR_EDUPLICATE) {
         fr_error werr;
         int wrc = kv_wait_applied(kv, before, &werr);

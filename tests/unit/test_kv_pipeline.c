@@ -3,10 +3,12 @@
  * their fsync. With the aggregation engine summing a column, a write that did not see the
  * rows of the writes in flight before it would lose their increments; a write acknowledged
  * before its rows are applied would not be seen by its own thread's next lookup. After a
- * crash (memtable lost) the log's changelog rebuilds the same state. */
+ * crash (memtable lost) the log's changelog rebuilds the same state. Once the writers are
+ * done, the store holds no write in flight (a white-box look at kv_int.h). */
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "kv/kv_int.h"
 #include "kv_testkit.h"
 
 #define PL_THREADS 4
@@ -116,6 +118,9 @@ static void test_concurrent_writers(void **state)
     }
     print_message("  %d writes, %lld fsyncs\n", PL_THREADS * PL_WRITES,
                   (long long)fr_log_fsync_count(b->log));
+    /* The last write to finish freed the done ones: an idle store keeps no rows. */
+    assert_null(b->kv->inflight);
+    assert_true(b->kv->nspares <= KV_INFLIGHT_SPARES);
     pl_expect_totals(b);
     /* A crash loses the memtable; the changelog brings the same state back. */
     kt_close(b, false);
