@@ -524,12 +524,12 @@ static bool early_sync(fr_parquet_writer *w)
     return w->sync_busy;
 }
 
-/* Waits for a running early fdatasync and frees the AIO context. */
+/* Waits for a running early fdatasync. The AIO context stays: io_destroy waits tens of
+ * milliseconds for the kernel to retire it, so contexts go to the next writer with the
+ * writer's buffers (see spares) and are destroyed only when those are dropped. */
 static void early_sync_end(fr_parquet_writer *w)
 {
     early_sync_reap(w, true);
-    if (w->aio) syscall(SYS_io_destroy, w->aio);
-    w->aio = 0;
 }
 
 /* ---- dictionary -------------------------------------------------------------------------- */
@@ -1263,6 +1263,7 @@ typedef struct pq_spare {
     size_t bytes;  /* their sum */
     pq_compressor *comp;
     int codec, level;
+    aio_context_t aio; /* 0: none; idle (nothing in flight) */
 } pq_spare;
 
 static pthread_mutex_t spare_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -1276,6 +1277,7 @@ static void spare_free(pq_spare *sp)
     fr_free(sp->rgs);
     fr_free(sp->highs);
     pq_compressor_free(sp->comp);
+    if (sp->aio) syscall(SYS_io_destroy, sp->aio);
     memset(sp, 0, sizeof *sp);
 }
 
@@ -1303,6 +1305,8 @@ static void spare_take(fr_parquet_writer *w)
         w->comp = sp.comp;
         sp.comp = NULL;
     }
+    w->aio = sp.aio;
+    sp.aio = 0;
     spare_free(&sp);
 }
 
@@ -1332,6 +1336,10 @@ static void spare_give(fr_parquet_writer *w)
     }
     sp.comp = w->comp;
     w->comp = NULL;
+    if (!w->sync_busy) { /* early_sync_end reaped what it could */
+        sp.aio = w->aio;
+        w->aio = 0;
+    }
     pq_spare old[PQ_SPARES];
     int nold = 0;
     pthread_mutex_lock(&spare_mu);
@@ -1370,6 +1378,7 @@ static void writer_free(fr_parquet_writer *w)
     early_sync_end(w); /* before the file goes: the kernel may still be syncing it */
     if (w->fd >= 0) close(w->fd);
     spare_give(w);
+    if (w->aio) syscall(SYS_io_destroy, w->aio); /* not kept (it waits for what runs) */
     for (int i = 0; w->cols && i < w->ncols; i++) colw_free(&w->cols[i]);
     fr_free(w->cols);
     pq_compressor_free(w->comp);
