@@ -407,6 +407,12 @@ const fr_lake_spec *fr_table_lake_spec(const fr_table *t);
 int fr_lake_rows_from_table(const fr_table *t, const fr_batch *rows, int32_t bucket,
                             const int64_t *offsets, int64_t commit_ts_ms, fr_batch **out,
                             fr_error *err);
+/* Adds rows of the table (the table schema) to a commit as lake rows, as
+ * fr_lake_rows_from_table makes them; when the table's columns need no conversion and the
+ * lake no partitions, without copying them (fr_iceberg_commit_add_rows2). */
+int fr_lake_commit_rows(const fr_table *t, fr_iceberg_commit *commit, const fr_batch *rows,
+                        int32_t bucket, const int64_t *offsets, int64_t commit_ts_ms,
+                        fr_error *err);
 /* Lake rows -> table types: lake is a batch whose column i is lake-schema column
  * lake_cols[i] (as fr_iceberg_scan_next returns it); the result has the same columns, the
  * table's columns back in the table's types (times scaled down from microseconds, STRING

@@ -390,6 +390,59 @@ int fr_lake_rows_from_table(const fr_table *t, const fr_batch *rows, int32_t buc
     return rc;
 }
 
+/* Whether rows of the table are the lake's first columns as they are (same names, types and
+ * nullability, no time to scale) and the lake has no partitions, so that they go to the lake
+ * beside the three added columns without being copied. */
+static bool rows_as_they_are(const fr_table *t)
+{
+    const fr_table_lake *l = t->lake;
+    if (l->npart_cols > 0) return false;
+    const fr_schema *ts = fr_table_schema(t);
+    for (int i = 0; i < fr_schema_num_fields(ts); i++) {
+        const fr_field *a = fr_schema_field(ts, i), *b = fr_schema_field(l->schema, i);
+        if (l->to_micros[i] > 1 || !fr_type_equal(&a->type, &b->type) ||
+            a->type.nullable != b->type.nullable || strcmp(a->name, b->name) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* The batch of __bucket, __offset and __timestamp for rows rows. */
+static int extra_batch(const fr_table *t, int64_t rows, int32_t bucket, const int64_t *offsets,
+                       int64_t commit_ts_ms, fr_batch **out, fr_error *err)
+{
+    const fr_schema *ls = t->lake->schema;
+    int n = fr_schema_num_fields(ls) - FR_LAKE_EXTRA_COLUMNS;
+    int cols[FR_LAKE_EXTRA_COLUMNS];
+    for (int i = 0; i < FR_LAKE_EXTRA_COLUMNS; i++) cols[i] = n + i;
+    fr_schema *schema = NULL;
+    FR_TRY(fr_schema_project(ls, cols, FR_LAKE_EXTRA_COLUMNS, &schema, err));
+    uint8_t *bufs[3 * FR_LAKE_EXTRA_COLUMNS] = {0};
+    int64_t nulls[FR_LAKE_EXTRA_COLUMNS] = {0};
+    int rc = extra_columns(rows, bucket, offsets, commit_ts_ms, bufs, err);
+    if (rc == FR_OK) rc = fr_batch_from_buffers(schema, rows, bufs, nulls, out, err);
+    else bufs_free(bufs, 3 * FR_LAKE_EXTRA_COLUMNS);
+    fr_schema_free(schema);
+    return rc;
+}
+
+int fr_lake_commit_rows(const fr_table *t, fr_iceberg_commit *commit, const fr_batch *rows,
+                        int32_t bucket, const int64_t *offsets, int64_t commit_ts_ms,
+                        fr_error *err)
+{
+    fr_batch *more = NULL;
+    int rc;
+    if (rows_as_they_are(t)) {
+        rc = extra_batch(t, fr_batch_num_rows(rows), bucket, offsets, commit_ts_ms, &more, err);
+        if (rc == FR_OK) rc = fr_iceberg_commit_add_rows2(commit, rows, more, err);
+    } else {
+        rc = fr_lake_rows_from_table(t, rows, bucket, offsets, commit_ts_ms, &more, err);
+        if (rc == FR_OK) rc = fr_iceberg_commit_add_rows(commit, more, err);
+    }
+    fr_batch_free(more);
+    return rc;
+}
+
 /* The schema of fr_lake_rows_to_table's result. */
 static int to_table_schema(const fr_table *t, const int *lake_cols, int ncols, fr_schema **out,
                            fr_error *err)

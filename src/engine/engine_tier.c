@@ -225,12 +225,9 @@ static int read_range(tier_read *r, fr_error *err)
 static int log_rows(tier_read *r, fr_batch *rows, const int64_t *offsets, const uint8_t *types,
                     int64_t commit_ts, fr_error *err)
 {
-    fr_batch *lake = NULL;
-    int rc = fr_lake_rows_from_table(r->t, rows, r->tb->bucket, offsets, commit_ts, &lake, err);
+    int rc = fr_lake_commit_rows(r->t, r->commit, rows, r->tb->bucket, offsets, commit_ts, err);
+    if (rc == FR_OK) r->rows += fr_batch_num_rows(rows);
     fr_batch_free(rows);
-    if (rc == FR_OK) rc = fr_iceberg_commit_add_rows(r->commit, lake, err);
-    if (rc == FR_OK) r->rows += fr_batch_num_rows(lake);
-    fr_batch_free(lake);
     return rc;
 }
 

@@ -109,6 +109,11 @@ int fr_parquet_writer_open(const char *path, const fr_schema *schema, const int3
 /* Adds the rows of b (its schema must equal the writer's). Row groups are cut when their
  * buffered uncompressed size reaches the target. Errors: FR_EINVAL, FR_EIO, FR_ENOSPC. */
 int fr_parquet_writer_write(fr_parquet_writer *w, const fr_batch *b, fr_error *err);
+/* The same for rows given as two batches side by side, as many rows each: a's columns are
+ * the file's first ones, b's the rest (names, types and nullability as the file's), so that
+ * a caller adds columns to rows it holds without copying them. */
+int fr_parquet_writer_write2(fr_parquet_writer *w, const fr_batch *a, const fr_batch *b,
+                             fr_error *err);
 /* Uncompressed bytes written or buffered so far (to roll files at a target size). */
 int64_t fr_parquet_writer_bytes(const fr_parquet_writer *w);
 /* Writes the last row group and the footer, fsyncs the file, and frees w in every case.
@@ -212,6 +217,11 @@ int fr_iceberg_commit_begin(fr_iceberg_table *t, fr_iceberg_commit **out, fr_err
 /* Adds rows (schema: the lake schema) as data; rows go to the data file of their partition
  * values. */
 int fr_iceberg_commit_add_rows(fr_iceberg_commit *c, const fr_batch *rows, fr_error *err);
+/* The same for rows given as two batches side by side (fr_parquet_writer_write2): a holds
+ * the first columns of the lake schema, b the rest. Tables without partitions only
+ * (FR_EINVAL otherwise). */
+int fr_iceberg_commit_add_rows2(fr_iceberg_commit *c, const fr_batch *a, const fr_batch *b,
+                                fr_error *err);
 /* The schema of equality-delete rows: the key columns, then the partition columns that are
  * not key columns (__bucket for PK tables). Lives as long as t. */
 const fr_schema *fr_iceberg_delete_schema(const fr_iceberg_table *t);

@@ -268,12 +268,14 @@ static bool same_partition(const fr_iceberg_commit *c, const ice_side *s, const 
     return true;
 }
 
+/* Writes b's rows (with b2's columns beside them, when b2 is not NULL) to writer wi. */
 static int write_part(fr_iceberg_commit *c, ice_side *s, int wi, const fr_batch *b,
-                      fr_error *err)
+                      const fr_batch *b2, fr_error *err)
 {
     ice_writer *w = &s->writers[wi];
     if (!w->w) FR_TRY(open_writer(c, s, w, err));
-    FR_TRY(fr_parquet_writer_write(w->w, b, err));
+    if (b2) FR_TRY(fr_parquet_writer_write2(w->w, b, b2, err));
+    else FR_TRY(fr_parquet_writer_write(w->w, b, err));
     s->rows += fr_batch_num_rows(b);
     if (fr_parquet_writer_bytes(w->w) >= c->t->target_file_bytes) FR_TRY(close_writer(c, s, w, err));
     return 0;
@@ -309,7 +311,7 @@ static int add_batch(fr_iceberg_commit *c, ice_side *s, const fr_batch *b, fr_er
         }
     }
     if (one) {
-        FR_GOTO(write_part(c, s, wi[0], b, err));
+        FR_GOTO(write_part(c, s, wi[0], b, NULL, err));
         goto fail;
     }
     /* Rows of several partitions: one filtered batch per partition present. */
@@ -324,7 +326,7 @@ static int add_batch(fr_iceberg_commit *c, ice_side *s, const fr_batch *b, fr_er
             }
         fr_batch *part = NULL;
         FR_GOTO(fr_batch_filter(b, keep, &part, err));
-        rc = write_part(c, s, target, part, err);
+        rc = write_part(c, s, target, part, NULL, err);
         fr_batch_free(part);
         if (rc < 0) goto fail;
     }
@@ -337,6 +339,17 @@ fail:
 int fr_iceberg_commit_add_rows(fr_iceberg_commit *c, const fr_batch *rows, fr_error *err)
 {
     return add_batch(c, &c->data, rows, err);
+}
+
+int fr_iceberg_commit_add_rows2(fr_iceberg_commit *c, const fr_batch *a, const fr_batch *b,
+                                fr_error *err)
+{
+    FR_CHECK(c->t->ps.n == 0, FR_EINVAL, err,
+             "table %s is partitioned: its rows go in as one batch", c->t->dir);
+    if (fr_batch_num_rows(a) == 0) return 0;
+    int wi = 0;
+    FR_TRY(writer_of(c, &c->data, a, 0, &wi, err));
+    return write_part(c, &c->data, wi, a, b, err);
 }
 
 int fr_iceberg_commit_add_deletes(fr_iceberg_commit *c, const fr_batch *keys, fr_error *err)

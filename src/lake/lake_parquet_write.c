@@ -1482,17 +1482,15 @@ static int64_t slice_rows(const fr_parquet_writer *w)
     return n < FR_BATCH_ROWS_MAX - w->rg_rows ? n : FR_BATCH_ROWS_MAX - w->rg_rows;
 }
 
-int fr_parquet_writer_write(fr_parquet_writer *w, const fr_batch *b, fr_error *err)
+/* Adds rows whose column i is a's column i for i < na and b's column i - na after. */
+static int write_rows(fr_parquet_writer *w, const fr_batch *a, int na, const fr_batch *b,
+                      int64_t rows, fr_error *err)
 {
-    FR_CHECK(!w->failed, FR_ESTATE, err, "%s: the writer failed before; abort it", w->path);
-    FR_CHECK(fr_schema_equal(fr_batch_schema(b), w->schema), FR_EINVAL, err,
-             "%s: the batch's schema differs from the file's", w->path);
-    int64_t rows = fr_batch_num_rows(b);
     for (int64_t r0 = 0, r1; r0 < rows; r0 = r1) {
         r1 = r0 + slice_rows(w);
         if (r1 > rows) r1 = rows;
         for (int i = 0; i < w->ncols; i++) {
-            const fr_column *c = fr_batch_column(b, i);
+            const fr_column *c = i < na ? fr_batch_column(a, i) : fr_batch_column(b, i - na);
             int rc = add_rows(w, &w->cols[i], c, r0, r1, err);
             if (rc < 0) {
                 w->failed = true;
@@ -1510,6 +1508,40 @@ int fr_parquet_writer_write(fr_parquet_writer *w, const fr_batch *b, fr_error *e
         }
     }
     return 0;
+}
+
+int fr_parquet_writer_write(fr_parquet_writer *w, const fr_batch *b, fr_error *err)
+{
+    FR_CHECK(!w->failed, FR_ESTATE, err, "%s: the writer failed before; abort it", w->path);
+    FR_CHECK(fr_schema_equal(fr_batch_schema(b), w->schema), FR_EINVAL, err,
+             "%s: the batch's schema differs from the file's", w->path);
+    return write_rows(w, b, w->ncols, NULL, fr_batch_num_rows(b), err);
+}
+
+/* Whether field f of a batch is the writer's field i (name, type, nullability). */
+static bool same_field(const fr_field *f, const fr_field *mine)
+{
+    return strcmp(f->name, mine->name) == 0 && fr_type_equal(&f->type, &mine->type) &&
+           f->type.nullable == mine->type.nullable;
+}
+
+int fr_parquet_writer_write2(fr_parquet_writer *w, const fr_batch *a, const fr_batch *b,
+                             fr_error *err)
+{
+    FR_CHECK(!w->failed, FR_ESTATE, err, "%s: the writer failed before; abort it", w->path);
+    int na = fr_batch_num_columns(a), nb = fr_batch_num_columns(b);
+    FR_CHECK(na + nb == w->ncols && fr_batch_num_rows(a) == fr_batch_num_rows(b), FR_EINVAL,
+             err, "%s: batches of %d and %d columns, %lld and %lld rows, for a file of %d "
+             "columns", w->path, na, nb, (long long)fr_batch_num_rows(a),
+             (long long)fr_batch_num_rows(b), w->ncols);
+    for (int i = 0; i < w->ncols; i++) {
+        const fr_field *f = i < na ? fr_schema_field(fr_batch_schema(a), i)
+                                   : fr_schema_field(fr_batch_schema(b), i - na);
+        FR_CHECK(same_field(f, fr_schema_field(w->schema, i)), FR_EINVAL, err,
+                 "%s: column %d of the batches ('%s') differs from the file's ('%s')", w->path,
+                 i, f->name, fr_schema_field(w->schema, i)->name);
+    }
+    return write_rows(w, a, na, b, fr_batch_num_rows(a), err);
 }
 
 int64_t fr_parquet_writer_bytes(const fr_parquet_writer *w)

@@ -1,6 +1,7 @@
 /* test_lake_parquet.c — the Parquet writer and reader of the lake module: the lake schema,
  * round trips of every type with nulls and NOT NULL columns, dictionaries and their
- * fallback, row groups and pages, each codec, statistics, column pruning, and corrupt
+ * fallback, row groups and pages, each codec, statistics, column pruning, rows given as two
+ * batches side by side, writers reusing what writers before them leave, and corrupt
  * files (truncated, bad magic, bad footer length, bad page headers, bad compressed data),
  * which must fail cleanly. Randomized tests print their seed (FIRTH_TEST_SEED replays). */
 #include <setjmp.h>
@@ -347,6 +348,49 @@ static void test_writer_reuse(void **state)
         tu_model_free(&m);
         fr_schema_free(s);
     }
+}
+
+/* Rows given as two batches side by side (fr_parquet_writer_write2) read back as one; batches
+ * whose columns are not the file's, or whose row counts differ, are refused. */
+static void test_write_two_batches(void **state)
+{
+    (void)state;
+    tu_pick_seed("test_write_two_batches");
+    fr_schema *s = tu_schema(rt_cols + 10, 6, true);
+    tu_model m;
+    tu_model_random(&m, s, 5000, 10);
+    fr_batch *whole = tu_build(s, &m), *a = NULL, *b = NULL, *odd = NULL;
+    int left[] = {0, 1, 2, 3}, right[] = {4, 5}, swapped[] = {5, 4};
+    fr_error err;
+    assert_int_equal(fr_batch_project(whole, left, 4, &a, &err), 0);
+    assert_int_equal(fr_batch_project(whole, right, 2, &b, &err), 0);
+    const char *path = tmp_path("two.parquet");
+    fr_parquet_options o;
+    fr_parquet_options_default(&o);
+    o.row_group_bytes = 50000;
+    fr_parquet_writer *w = NULL;
+    assert_int_equal(fr_parquet_writer_open(path, s, NULL, &o, &w, &err), 0);
+    assert_int_equal(fr_batch_project(whole, swapped, 2, &odd, &err), 0);
+    assert_int_equal(fr_parquet_writer_write2(w, a, odd, &err), FR_EINVAL);
+    fr_batch_free(odd);
+    odd = NULL;
+    assert_int_equal(fr_batch_slice(b, 0, 10, &odd, &err), 0);
+    assert_int_equal(fr_parquet_writer_write2(w, a, odd, &err), FR_EINVAL);
+    fr_batch_free(odd);
+    if (fr_parquet_writer_write2(w, a, b, &err) < 0) fail_msg("write2: %s", err.msg);
+    fr_parquet_file_info *info = NULL;
+    if (fr_parquet_writer_close(w, &info, &err) < 0) fail_msg("close: %s", err.msg);
+    assert_true(info->nrow_groups > 1);
+    fr_parquet_reader *r = NULL;
+    if (fr_parquet_open(path, &r, &err) < 0) fail_msg("open: %s", err.msg);
+    check_file(r, &m, NULL, 0);
+    fr_parquet_close(r);
+    fr_parquet_file_info_free(info);
+    fr_batch_free(a);
+    fr_batch_free(b);
+    fr_batch_free(whole);
+    tu_model_free(&m);
+    fr_schema_free(s);
 }
 
 static void test_time_precision_zero(void **state)
@@ -1153,6 +1197,7 @@ int main(void)
         cmocka_unit_test(test_row_groups_and_pages),
         cmocka_unit_test(test_long_levels),
         cmocka_unit_test(test_writer_reuse),
+        cmocka_unit_test(test_write_two_batches),
         cmocka_unit_test(test_time_precision_zero),
         cmocka_unit_test(test_dictionary_and_fallback),
         cmocka_unit_test(test_statistics),
