@@ -678,9 +678,8 @@ static int write_page(fr_parquet_writer *w, int type, int64_t values, int encodi
 }
 
 /* Rewrites the dictionary indexes of the current page as PLAIN values. */
-static int page_undict(fr_parquet_writer *w, pq_colw *cw, fr_error *err)
+static int page_undict(pq_colw *cw, fr_error *err)
 {
-    (void)w;
     size_t n = cw->idx.len / 4;
     const uint32_t *idx = (const uint32_t *)(const void *)cw->idx.data;
     for (size_t i = 0; i < n; i++) {
@@ -802,7 +801,7 @@ static int flush_page(fr_parquet_writer *w, pq_colw *cw, fr_error *err)
         int64_t idx_bytes = nidx * bit_width_of(cw->dict.count ? (uint32_t)cw->dict.count - 1 : 0) / 8;
         if (cw->page_plain_bytes > 0 &&
             (int64_t)cw->dict.plain.len + idx_bytes >= cw->page_plain_bytes * 3 / 4) {
-            FR_TRY(page_undict(w, cw, err));
+            FR_TRY(page_undict(cw, err));
             dict_clear(&cw->dict);
             cw->dict_on = dict = false;
         }
@@ -947,11 +946,11 @@ static int encode_dict(fr_parquet_writer *w, pq_colw *cw, const fr_column *c, in
 /* After the first PQ_DICT_PROBE values of a chunk: a dictionary that holds nearly every
  * value it saw is dropped at once (the rows so far are rewritten PLAIN), rather than hashing
  * a whole page of distinct values first. */
-static int dict_probe(fr_parquet_writer *w, pq_colw *cw, fr_error *err)
+static int dict_probe(pq_colw *cw, fr_error *err)
 {
     if (!cw->dict_on || cw->dict_checked || cw->idx.len != 4 * PQ_DICT_PROBE) return 0;
     if ((int64_t)cw->dict.count * 10 < (int64_t)PQ_DICT_PROBE * 9) return 0;
-    FR_TRY(page_undict(w, cw, err));
+    FR_TRY(page_undict(cw, err));
     dict_clear(&cw->dict);
     cw->dict_on = false;
     cw->dict_checked = true;
@@ -973,7 +972,7 @@ static int add_rows(fr_parquet_writer *w, pq_colw *cw, const fr_column *c, int64
         FR_TRY(append_defs(cw, c, r0, stop, err));
         cw->page_rows += stop - r0;
         r0 = stop;
-        FR_TRY(dict_probe(w, cw, err));
+        FR_TRY(dict_probe(cw, err));
         if (cw->dict_on && (int64_t)cw->dict.plain.len > w->opts.dict_bytes_max) {
             FR_TRY(flush_page(w, cw, err));
             cw->dict_on = false; /* PLAIN for the rest of the chunk */
