@@ -235,8 +235,8 @@ static int lt_throughput(const lt_config *cfg, json_t *doc, json_t *targets, fr_
     printf("  firth: median %.0f rows/s (%.0f rows per CPU-second)\n", med, cpu_med);
     if (cfg->peer_script) lt_compare(cfg, med, cpu_med, peer_rates, peer_cpu_rates, doc, targets);
     rc = 0;
-fail:
-    fr_error scratch;
+fail:;
+    fr_error scratch; /* a label takes a statement before a declaration, until C23 */
     fr_remove_tree(data_dir, &scratch);
     return rc;
 }
