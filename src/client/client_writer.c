@@ -434,36 +434,21 @@ static bool flight_todo(const wflight *f, const wsend *s)
     return s->rows && (f->attempt == 0 ? s->status == 0 : retriable(s->status));
 }
 
-/* Encodes the batches to send and sends them, in requests under the frame limit (mu not
- * held). A batch that cannot be encoded, or a request that cannot be sent, fails its sends
- * (retriably when the connection is the cause) and counts as answered. */
-static void flight_send(firth_writer *w, wflight *f)
+/* Encoded bytes of a flight that go out as a request without waiting for the flight's other
+ * batches to be encoded: a large batch is on the wire while the next one is compressed,
+ * small ones still share a request. */
+#define FLIGHT_SEND_BYTES (256 << 10)
+
+/* Sends the encoded batches [*sent, f->k) in requests under the frame limit. A request that
+ * cannot be sent fails its batches (retriably when the connection is the cause) and counts
+ * as answered. */
+static void flight_start(firth_writer *w, wflight *f, int *sent)
 {
-    int todo = 0;
-    for (int i = 0; i < f->n; i++) todo += flight_todo(f, &f->sends[i]);
-    f->units = fr_calloc((size_t)todo + 1, sizeof *f->units);
-    f->map = fr_calloc((size_t)todo + 1, sizeof *f->map);
-    f->reqs = fr_calloc((size_t)todo + 1, sizeof *f->reqs);
-    f->cut = fr_calloc((size_t)todo + 2, sizeof *f->cut);
-    fr_error e = {0};
-    int rc = f->units && f->map && f->reqs && f->cut
-                 ? FR_OK : fr_fail(&e, FR_ENOMEM, "out of memory sending rows");
-    for (int i = 0; rc == 0 && i < f->n; i++) {
-        wsend *s = &f->sends[i];
-        if (!flight_todo(f, s)) continue;
-        fr_rput *p = &f->units[f->k];
-        fr_buf_init(&p->records);
-        p->partition_id = s->partition_id;
-        p->bucket = s->bucket;
-        p->rows = fr_batch_num_rows(s->rows);
-        f->map[f->k++] = i;
-        rc = fr_remote_encode(w->t, s->rows, w->t->npk ? s->ops : NULL, w->writer_id, s->seq,
-                              &p->records, &e);
-    }
-    for (int at = 0; rc == 0 && at < f->k; f->nreqs++) {
+    for (int at = *sent; at < f->k; f->nreqs++) {
         int n = fr_remote_fit(w->t, f->units + at, f->k - at);
         f->cut[f->nreqs] = at;
         f->cut[f->nreqs + 1] = at + n;
+        fr_error e = {0};
         if (fr_remote_start(w->t, f->units + at, n, w->targets, w->ntargets, w->writer_id,
                             flight_notify, f, &f->reqs[f->nreqs], &e) < 0) {
             for (int j = at; j < at + n; j++) {
@@ -474,12 +459,53 @@ static void flight_send(firth_writer *w, wflight *f)
         }
         at += n;
     }
-    if (rc < 0) { /* nothing was sent: every batch of the attempt fails with the cause */
+    *sent = f->k;
+}
+
+/* Encodes the batches to send and sends them (mu not held). A batch that cannot be encoded
+ * fails alone. */
+static void flight_send(firth_writer *w, wflight *f)
+{
+    int todo = 0;
+    for (int i = 0; i < f->n; i++) todo += flight_todo(f, &f->sends[i]);
+    f->units = fr_calloc((size_t)todo + 1, sizeof *f->units);
+    f->map = fr_calloc((size_t)todo + 1, sizeof *f->map);
+    f->reqs = fr_calloc((size_t)todo + 1, sizeof *f->reqs);
+    f->cut = fr_calloc((size_t)todo + 2, sizeof *f->cut);
+    if (!f->units || !f->map || !f->reqs || !f->cut) { /* nothing was sent: all fail */
+        fr_error e = {0};
+        fr_fail(&e, FR_ENOMEM, "out of memory sending rows");
         for (int i = 0; i < f->n; i++)
-            if (flight_todo(f, &f->sends[i])) f->sends[i].status = rc, f->sends[i].err = e;
+            if (flight_todo(f, &f->sends[i])) f->sends[i].status = e.code, f->sends[i].err = e;
         flight_unsend(f);
-        flight_notify(f); /* answered (1) == nreqs (0) + 1: settled below as is */
+        flight_notify(f); /* answered (1) >= nreqs (0): settled as is */
+        return;
     }
+    int sent = 0;
+    size_t unsent = 0;
+    for (int i = 0; i < f->n; i++) {
+        wsend *s = &f->sends[i];
+        if (!flight_todo(f, s)) continue;
+        fr_rput *p = &f->units[f->k];
+        *p = (fr_rput){.partition_id = s->partition_id, .bucket = s->bucket,
+                       .rows = fr_batch_num_rows(s->rows)};
+        fr_buf_init(&p->records);
+        fr_error e = {0};
+        if (fr_remote_encode(w->t, s->rows, w->t->npk ? s->ops : NULL, w->writer_id, s->seq,
+                             &p->records, &e) < 0) {
+            fr_buf_free(&p->records);
+            s->status = e.code;
+            s->err = e;
+            continue;
+        }
+        f->map[f->k++] = i;
+        unsent += p->records.len;
+        if (unsent >= FLIGHT_SEND_BYTES) {
+            flight_start(w, f, &sent);
+            unsent = 0;
+        }
+    }
+    flight_start(w, f, &sent);
 }
 
 /* Takes the answers of an answered flight into its sends' statuses (mu not held). */
