@@ -83,7 +83,8 @@ void *fr_realloc(void *p, size_t n);
 void fr_free(void *p);
 char *fr_strdup(const char *s);
 char *fr_strndup(const char *s, size_t n);
-/* Tests: make the n-th allocation from now fail (0 turns injection off). */
+/* Tests: make the calling thread's n-th allocation from now fail (0 turns injection off);
+ * other threads' allocations are not counted. */
 void fr_alloc_fail_after(long n);
 
 /* A growable byte buffer. The buffer owns data; fr_buf_free releases it. */

@@ -2,29 +2,27 @@
  *
  * Invariant: fail_after == 0 means injection is off; otherwise it counts down by one per
  * allocation and the allocation that brings it to zero fails (and turns injection off, so
- * that cleanup code after the failure can allocate). The counter is atomic so tests with
- * threads stay well defined. */
+ * that cleanup code after the failure can allocate). The countdown belongs to the thread
+ * that set it: an engine's background threads (flushes, partition creation, tiering)
+ * allocate at any time, and would otherwise take the failure meant for the call under
+ * test. */
 #include "base/base.h"
 
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-static _Atomic long fr_fail_after_count = 0;
+static _Thread_local long fr_fail_after_count = 0;
 
 void fr_alloc_fail_after(long n)
 {
-    atomic_store(&fr_fail_after_count, n > 0 ? n : 0);
+    fr_fail_after_count = n > 0 ? n : 0;
 }
 
 /* True when this allocation must fail. */
 static bool fr_alloc_should_fail(void)
 {
-    long cur = atomic_load_explicit(&fr_fail_after_count, memory_order_relaxed);
-    while (cur > 0) {
-        if (atomic_compare_exchange_weak(&fr_fail_after_count, &cur, cur - 1)) return cur == 1;
-    }
-    return false;
+    if (fr_fail_after_count <= 0) return false;
+    return --fr_fail_after_count == 0;
 }
 
 void *fr_malloc(size_t n)
