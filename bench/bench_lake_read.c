@@ -107,20 +107,10 @@ static int lr_read_once(fr_table *t, const int *cols, int ncols, int64_t want, l
 static int lr_run_peer(const lr_config *cfg, const char *data_dir, const int *cols, int ncols,
                        const char *path, fr_error *err)
 {
-    char names[512] = "", cmd[8192];
-    size_t used = 0;
-    for (int i = 0; i < ncols; i++)
-        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? "," : "",
-                                 bk_column_name(cols[i]));
-    int n = snprintf(cmd, sizeof cmd,
-                     "'%s' '%s' --input '%s/lake/bench/read/data/**/*.parquet' --columns '%s' "
-                     "--reps %lld --out '%s'",
-                     cfg->node, cfg->peer_script, data_dir, names, (long long)cfg->reps, path);
-    FR_CHECK(n > 0 && (size_t)n < sizeof cmd, FR_ELIMIT, err, "the peer's command is too long");
-    fflush(stdout);
-    int status = system(cmd);
-    FR_CHECK(status == 0, FR_EIO, err, "the DuckDB peer failed (status %d): %s", status, cmd);
-    return 0;
+    char input[4200], extra[4300];
+    snprintf(input, sizeof input, "%s/lake/bench/read/data/**/*.parquet", data_dir);
+    snprintf(extra, sizeof extra, "--reps %lld --out '%s'", (long long)cfg->reps, path);
+    return bk_run_duckdb_peer(cfg->node, cfg->peer_script, input, cols, ncols, extra, err);
 }
 
 typedef struct lr_shape {

@@ -153,20 +153,13 @@ fail:
 static int lt_run_peer(const lt_config *cfg, const char *data_dir, int rep, json_t **out,
                        fr_error *err)
 {
-    char cols[512] = "", cmd[8192], path[4200];
-    size_t used = 0;
-    for (int i = 0; i < BK_COLUMNS; i++)
-        used += (size_t)snprintf(cols + used, sizeof cols - used, "%s%s", i ? "," : "",
-                                 bk_column_name(i));
+    char input[4200], path[4200], extra[8600];
+    int cols[BK_COLUMNS];
+    for (int i = 0; i < BK_COLUMNS; i++) cols[i] = i;
+    snprintf(input, sizeof input, "%s/lake/bench/tier/data/**/*.parquet", data_dir);
     snprintf(path, sizeof path, "%s/duckdb_write_%d.json", cfg->dir, rep);
-    int n = snprintf(cmd, sizeof cmd,
-                     "'%s' '%s' --input '%s/lake/bench/tier/data/**/*.parquet' --columns '%s' "
-                     "--reps 1 --dir '%s/duckdb' --out '%s'",
-                     cfg->node, cfg->peer_script, data_dir, cols, cfg->dir, path);
-    FR_CHECK(n > 0 && (size_t)n < sizeof cmd, FR_ELIMIT, err, "the peer's command is too long");
-    fflush(stdout);
-    int status = system(cmd);
-    FR_CHECK(status == 0, FR_EIO, err, "the DuckDB peer failed (status %d): %s", status, cmd);
+    snprintf(extra, sizeof extra, "--reps 1 --dir '%s/duckdb' --out '%s'", cfg->dir, path);
+    FR_TRY(bk_run_duckdb_peer(cfg->node, cfg->peer_script, input, cols, BK_COLUMNS, extra, err));
     *out = bk_json_read(path, err);
     return *out ? FR_OK : (err->code < 0 ? err->code : FR_EIO);
 }

@@ -452,6 +452,23 @@ const char *bk_column_name(int i)
     return i >= 0 && i < BK_COLUMNS ? names[i] : "?";
 }
 
+int bk_run_duckdb_peer(const char *node, const char *script, const char *input,
+                       const int *cols, int ncols, const char *extra, fr_error *err)
+{
+    char names[512] = "", cmd[8192];
+    size_t used = 0;
+    for (int i = 0; i < ncols && used < sizeof names; i++)
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? "," : "",
+                                 bk_column_name(cols[i]));
+    int n = snprintf(cmd, sizeof cmd, "'%s' '%s' --input '%s' --columns '%s' %s", node, script,
+                     input, names, extra);
+    FR_CHECK(n > 0 && (size_t)n < sizeof cmd, FR_ELIMIT, err, "the peer's command is too long");
+    fflush(stdout);
+    int status = system(cmd);
+    FR_CHECK(status == 0, FR_EIO, err, "the DuckDB peer failed (status %d): %s", status, cmd);
+    return 0;
+}
+
 void bk_spread_columns(int k, int *cols)
 {
     for (int i = 0; i < k; i++) cols[i] = i * BK_COLUMNS / k;

@@ -160,6 +160,11 @@ static inline const char *bk_text(const bk_text_rows *r, int64_t row, int col)
 
 /* The name of column i of the benchmark table ("i0" .. "s4"). */
 const char *bk_column_name(int i);
+/* Runs a DuckDB peer script of the lake benchmarks with node: `NODE SCRIPT --input GLOB
+ * --columns NAMES` (the benchmark columns cols[0..ncols), by name) and then `extra` (its own
+ * options, already quoted). Fails unless it exits 0. */
+int bk_run_duckdb_peer(const char *node, const char *script, const char *input,
+                       const int *cols, int ncols, const char *extra, fr_error *err);
 /* The k columns spread over the schema (column i * 20 / k for i < k), so that a projection
  * mixes the types: k = 2 is i0, d0. */
 void bk_spread_columns(int k, int *cols);

@@ -7,40 +7,15 @@
 // them) into an in-memory DuckDB table (untimed), then, single-threaded (SET threads=1),
 // times `COPY t TO 'out.parquet' (FORMAT parquet, COMPRESSION zstd)` N times, each into a
 // new file in SCRATCH_DIR, and writes the median rows/s and the details to FILE.json.
-// @duckdb/node-api comes from the interop tests' pinned install (tests/interop).
-import { createRequire } from 'node:module';
 import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
-const require = createRequire(new URL('../tests/interop/package.json', import.meta.url));
-const { DuckDBInstance } = require('@duckdb/node-api');
+import { ident, median, peerArgs, quote, singleThreaded } from './peer_duckdb_kit.mjs';
 
-function args() {
-    const a = { reps: 3, dir: '.' };
-    for (let i = 2; i < process.argv.length; i += 2) {
-        const k = process.argv[i].replace(/^--/, '');
-        const v = process.argv[i + 1];
-        if (v === undefined) throw new Error(`--${k} needs a value`);
-        a[k] = k === 'reps' ? Number(v) : v;
-    }
-    if (!a.input || !a.columns || !a.out) throw new Error('--input, --columns and --out are required');
-    return a;
-}
-
-function median(v) {
-    const s = [...v].sort((x, y) => x - y);
-    return s[Math.floor(s.length / 2)];
-}
-
-const quote = (s) => `'${s.replaceAll("'", "''")}'`;
-const ident = (s) => `"${s.replaceAll('"', '""')}"`;
-
-const a = args();
+const a = peerArgs({ dir: '.' });
 const cols = a.columns.split(',').map(ident).join(', ');
-const instance = await DuckDBInstance.create(':memory:');
-const conn = await instance.connect();
-await conn.run('SET threads=1');
+const conn = await singleThreaded();
 await conn.run(`CREATE TABLE t AS SELECT ${cols} FROM read_parquet(${quote(a.input)})`);
 const rows = Number((await conn.runAndReadAll('SELECT count(*) FROM t')).getRows()[0][0]);
 mkdirSync(a.dir, { recursive: true });
