@@ -529,6 +529,21 @@ static void ahead_take(firth_scanner *s, int64_t timeout_ms, ProtobufCMessage **
     ahead_drop(s);
 }
 
+/* Whether a FETCH_LOG answer carries nothing: no records and no error anywhere. */
+static bool answer_empty(const ProtobufCMessage *m)
+{
+    const Firth__FetchLogResponse *resp = (const Firth__FetchLogResponse *)m;
+    for (size_t t = 0; t < resp->n_tables; t++) {
+        const Firth__FetchTableResult *tr = resp->tables[t];
+        if (tr->error && tr->error->code) return false;
+        for (size_t i = 0; i < tr->n_buckets; i++)
+            if (tr->buckets[i]->records.len > 0 ||
+                (tr->buckets[i]->error && tr->buckets[i]->error->code))
+                return false;
+    }
+    return true;
+}
+
 /* One long poll: the answer of the fetch sent ahead when there is one, else a fetch now. */
 static int poll_remote(firth_scanner *s, int64_t timeout_ms, firth_scan_result *r,
                        fr_error *err)
@@ -541,15 +556,9 @@ static int poll_remote(firth_scanner *s, int64_t timeout_ms, firth_scan_result *
         ahead_take(s, timeout_ms, &m);
         if (s->ahead) return FR_OK; /* nothing came in time */
         /* An empty answer (its wait ran out) leaves the rest of this poll's to a new fetch. */
-        if (m && fetch_result(s, m, &tr, err) == 0 && tr->n_buckets > 0 &&
-            fr_monotonic_ns() < deadline) {
-            bool any = false;
-            for (size_t i = 0; i < tr->n_buckets; i++)
-                any |= tr->buckets[i]->records.len > 0 || tr->buckets[i]->error;
-            if (!any) {
-                fr_rpc_free(m);
-                m = NULL;
-            }
+        if (m && answer_empty(m) && fr_monotonic_ns() < deadline) {
+            fr_rpc_free(m);
+            m = NULL;
         }
     }
     if (!m) {
