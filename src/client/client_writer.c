@@ -349,7 +349,7 @@ static int units_ready(const firth_writer *w, int64_t now, int64_t *wake)
  * encoding, the transfer and the server's write of successive batches overlapping; a writer
  * whose queue outgrew batch_bytes while a batch was in flight would otherwise send the whole
  * buffer (up to buffer_bytes) as one record batch. */
-static void take_batch(firth_writer *w, wunit *u)
+static int64_t take_batch(firth_writer *w, wunit *u)
 {
     wpiece *last = u->head;
     int64_t bytes = last->bytes;
@@ -363,17 +363,19 @@ static void take_batch(firth_writer *w, wunit *u)
     if (!u->head) u->tail = NULL;
     else u->oldest_ns = u->head->queued_ns;
     u->bytes -= bytes;
+    return bytes;
 }
 
 /* ---- the remote writer: requests side by side ------------------------------------------------ */
 
-/* A remote writer does not wait for one request's answer before it sends the next: each
- * round of ready units becomes a flight, sent at once, and the thread goes on encoding and
- * sending while the server writes and fsyncs (a unit still has one batch in flight, so its
- * rows stay in call order). The connection's reader thread says when an answer came
- * (flight_notify); the thread then settles the flight, sending again, after the backoff,
- * the batches that failed retriably. Only the thread touches the flights list; answered is
- * under mu. Lock order: the connection's lock, then mu (the notify runs under the first). */
+/* A remote writer does not wait for one request's answer before it sends the next: ready
+ * units become flights of about FLIGHT_SEND_BYTES of rows each, and the thread goes on
+ * encoding and sending while the server writes and fsyncs (a unit still has one batch in
+ * flight, so its rows stay in call order). The connection's reader thread says when an
+ * answer came (flight_notify); the thread then settles the flight, sending again, after the
+ * backoff, the batches that failed retriably. Only the thread touches the flights list;
+ * answered is under mu. Lock order: the connection's lock, then mu (the notify runs under
+ * the first). */
 typedef struct wflight {
     struct wflight *next;
     firth_writer *w;
@@ -558,7 +560,9 @@ static bool flight_settle(firth_writer *w, wflight *f, int64_t now, wcall **done
     return false;
 }
 
-/* A flight of the ready units' next batches (mu held); NULL when out of memory. */
+/* A flight of ready units' next batches, up to FLIGHT_SEND_BYTES of rows (mu held); NULL
+ * when out of memory. A flight is settled once all of its requests are answered: small
+ * flights let a unit whose answer came go on without waiting for the others' fsyncs. */
 static wflight *flight_new(firth_writer *w, int ready, int64_t now)
 {
     wflight *f = fr_calloc(1, sizeof *f);
@@ -569,10 +573,11 @@ static wflight *flight_new(firth_writer *w, int ready, int64_t now)
         return NULL;
     }
     *f = (wflight){.w = w, .sends = sends, .backoff_ms = w->o.retry_backoff_ms};
-    for (int i = 0; i < w->nunits; i++) {
+    int64_t bytes = 0;
+    for (int i = 0; i < w->nunits && bytes < FLIGHT_SEND_BYTES; i++) {
         wunit *u = &w->units[i];
         if (!unit_ready(w, u, now)) continue;
-        take_batch(w, u);
+        bytes += take_batch(w, u);
         sends[f->n++] = (wsend){.unit = i, .partition_id = u->partition_id,
                                 .bucket = u->bucket, .seq = u->next_seq};
     }
