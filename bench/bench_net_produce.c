@@ -48,6 +48,7 @@ typedef struct np_config {
     int64_t batch_rows;
     int64_t latency_batch_rows;
     int64_t latency_ms;
+    int64_t latency_rate_kb_s;  /* > 0: pace the latency run at this rate, not half the max */
     int64_t buckets;
     int64_t seed;
     int64_t server_pid;
@@ -583,11 +584,14 @@ static void np_usage(void)
             "          [--codec NAME]... [--server-pid PID] [--skip-disk]\n"
             "          [--api writer|produce] [--linger-ms MS] [--writer-batch-bytes N]\n"
             "          [--writer-buffer-bytes N] [--consumer-columns all|stamp]\n"
+            "          [--latency-rate-kb KB_PER_S]\n"
             "  Produces MIB MiB of 20-column rows per repetition to a firth server (which\n"
             "  should run with log.flush = append and its data dir on SCRATCH_DIR's file\n"
             "  system) and measures dd's fdatasync'd write speed in SCRATCH_DIR alongside;\n"
             "  then end-to-end latency to a long-polling consumer at half the throughput.\n"
-            "  --codec may be repeated (default: ZSTD and NONE).\n");
+            "  --codec may be repeated (default: ZSTD and NONE). --latency-rate-kb paces\n"
+            "  the latency run at that many logical kB/s instead (no maximum is measured\n"
+            "  then), to compare builds at one rate.\n");
 }
 
 static int np_parse_args(int argc, char **argv, np_config *cfg, fr_error *err)
@@ -611,6 +615,8 @@ static int np_parse_args(int argc, char **argv, np_config *cfg, fr_error *err)
             FR_TRY(bk_arg_i64(a, v, 1, FR_BATCH_ROWS_MAX, &cfg->batch_rows, err));
         else if (!strcmp(a, "--latency-batch-rows"))
             FR_TRY(bk_arg_i64(a, v, 1, FR_BATCH_ROWS_MAX, &cfg->latency_batch_rows, err));
+        else if (!strcmp(a, "--latency-rate-kb"))
+            FR_TRY(bk_arg_i64(a, v, 1, INT32_MAX, &cfg->latency_rate_kb_s, err));
         else if (!strcmp(a, "--latency-ms"))
             FR_TRY(bk_arg_i64(a, v, 100, 3600000, &cfg->latency_ms, err));
         else if (!strcmp(a, "--buckets")) FR_TRY(bk_arg_i64(a, v, 1, 1024, &cfg->buckets, err));
@@ -861,8 +867,12 @@ static int np_latency_phase(const np_config *cfg, np_env *env, const char *codec
                       .rows = cfg->latency_batch_rows, .logical = env->lat_batch_logical,
                       .mib = cfg->mb};
     np_max m = {0};
-    FR_TRY(np_run_max(env, codec, 99, &calls, &m, err));
-    l->max_mb_s = (double)m.logical_bytes / m.seconds / 1e6;
+    if (cfg->latency_rate_kb_s > 0) {
+        l->max_mb_s = 2 * (double)cfg->latency_rate_kb_s / 1e3; /* half of it is asked */
+    } else {
+        FR_TRY(np_run_max(env, codec, 99, &calls, &m, err));
+        l->max_mb_s = (double)m.logical_bytes / m.seconds / 1e6;
+    }
     if (!cfg->skip_disk)
         FR_TRY(bk_fsync_latency(cfg->dir, (size_t)env->lat_batch_logical, NP_FSYNC_PROBES,
                                 &l->disk_p50_ms, &l->disk_p99_ms, err));
