@@ -73,6 +73,7 @@ struct firth_writer {
     pthread_cond_t done_cv;  /* callers: calls completed, room in the buffer */
     wunit *units;            /* index: partition index * nbuckets + bucket */
     int nunits;
+    int next_unit;           /* where the next flight starts looking: every unit in turn */
     int64_t *pids;           /* partition ids by partition index */
     int npids;
     wcall *open, *open_tail; /* calls not complete, in token order */
@@ -574,12 +575,14 @@ static wflight *flight_new(firth_writer *w, int ready, int64_t now)
     }
     *f = (wflight){.w = w, .sends = sends, .backoff_ms = w->o.retry_backoff_ms};
     int64_t bytes = 0;
-    for (int i = 0; i < w->nunits && bytes < FLIGHT_SEND_BYTES; i++) {
+    for (int k = 0; k < w->nunits && bytes < FLIGHT_SEND_BYTES; k++) {
+        int i = (w->next_unit + k) % w->nunits;
         wunit *u = &w->units[i];
         if (!unit_ready(w, u, now)) continue;
         bytes += take_batch(w, u);
         sends[f->n++] = (wsend){.unit = i, .partition_id = u->partition_id,
                                 .bucket = u->bucket, .seq = u->next_seq};
+        w->next_unit = (i + 1) % w->nunits;
     }
     return f;
 }
