@@ -82,8 +82,9 @@ typedef struct np_max {
 
 /* One latency run's figures. */
 typedef struct np_lat {
-    double max_mb_s;     /* the maximum logical MB/s with calls of this size */
-    double target_mb_s;  /* logical MB/s asked for: half of max_mb_s */
+    double max_mb_s;     /* the maximum logical MB/s with calls of this size (0: not
+                          * measured, --latency-rate-kb) */
+    double target_mb_s;  /* logical MB/s asked for: half of max_mb_s, or the rate given */
     double achieved_mb_s;
     double seconds, cpu_seconds, server_cpu_seconds;
     int64_t rows, appends, samples;
@@ -590,8 +591,8 @@ static void np_usage(void)
             "  system) and measures dd's fdatasync'd write speed in SCRATCH_DIR alongside;\n"
             "  then end-to-end latency to a long-polling consumer at half the throughput.\n"
             "  --codec may be repeated (default: ZSTD and NONE). --latency-rate-kb paces\n"
-            "  the latency run at that many logical kB/s instead (no maximum is measured\n"
-            "  then), to compare builds at one rate.\n");
+            "  the latency run at that many logical kB/s instead, to compare builds at one\n"
+            "  rate (no maximum is measured and no end-to-end target reported then).\n");
 }
 
 static int np_parse_args(int argc, char **argv, np_config *cfg, fr_error *err)
@@ -776,15 +777,24 @@ static json_t *np_lat_json(const np_lat *l)
                      l->disk_p50_ms, "disk_fsync_p99_ms", l->disk_p99_ms);
 }
 
+/* "at most X MB/s", or that the maximum was not measured (--latency-rate-kb). */
+static void np_most(const np_lat *l, char *out, size_t cap)
+{
+    if (l->max_mb_s > 0) snprintf(out, cap, "at most %.1f MB/s", l->max_mb_s);
+    else snprintf(out, cap, "maximum not measured");
+}
+
 static void np_print_codec(const char *codec, json_t *max, const np_lat *l, double dd_med,
                            int64_t latency_rows)
 {
+    char most[48];
+    np_most(l, most, sizeof most);
     json_t *m = json_object_get(max, "median");
     double phys = bk_json_number(m, "physical_mb_per_s");
     printf("  firth %-5s %10.0f rows/s  %7.1f MB/s logical  %7.1f MB/s physical  %5.1f%% of dd\n"
            "               ack p50 %.1f ms p99 %.1f ms; cores busy: client %.2f, server %.2f;"
            " %.0f logical MB per CPU-second of both\n"
-           "        %lld-row calls, at most %.1f MB/s; at %.1f MB/s (asked %.1f): end-to-end"
+           "        %lld-row calls, %s; at %.1f MB/s (asked %.1f): end-to-end"
            " p50 %.2f ms p99 %.2f ms max %.2f ms"
            " (%lld samples); ack p50 %.2f ms p99 %.2f ms\n"
            "        the disk alone, write + fdatasync of one such batch: p50 %.2f ms p99 %.2f ms\n",
@@ -792,7 +802,7 @@ static void np_print_codec(const char *codec, json_t *max, const np_lat *l, doub
            dd_med > 0 ? 100 * phys / dd_med : 0.0, bk_json_number(m, "ack_p50_ms"),
            bk_json_number(m, "ack_p99_ms"), bk_json_number(m, "client_cores"),
            bk_json_number(m, "server_cores"), bk_json_number(m, "logical_mb_per_cpu_s"),
-           (long long)latency_rows, l->max_mb_s, l->achieved_mb_s, l->target_mb_s, l->e2e_p50_ms,
+           (long long)latency_rows, most, l->achieved_mb_s, l->target_mb_s, l->e2e_p50_ms,
            l->e2e_p99_ms, l->e2e_max_ms, (long long)l->samples, l->ack_p50_ms, l->ack_p99_ms,
            l->disk_p50_ms, l->disk_p99_ms);
 }
@@ -810,6 +820,7 @@ static void np_targets(const np_config *cfg, const char *codec, double phys, dou
                        .target = NP_TARGET_DISK};
         json_array_append_new(targets, bk_target_json(&t));
     }
+    if (cfg->latency_rate_kb_s > 0) return; /* a rate of one's own is not the target's */
     snprintf(name, sizeof name, "net_produce_%s_e2e_p99_ms", codec);
     snprintf(what, sizeof what, "end-to-end p99 ms, produce call to consumer receipt (%s, "
              "long poll) at half the maximum throughput", codec);
@@ -866,20 +877,22 @@ static int np_latency_phase(const np_config *cfg, np_env *env, const char *codec
     np_calls calls = {.batches = env->lat_batches, .stride = NP_RING, .ring = NP_RING,
                       .rows = cfg->latency_batch_rows, .logical = env->lat_batch_logical,
                       .mib = cfg->mb};
-    np_max m = {0};
-    if (cfg->latency_rate_kb_s > 0) {
-        l->max_mb_s = 2 * (double)cfg->latency_rate_kb_s / 1e3; /* half of it is asked */
-    } else {
+    double rate_mb_s = (double)cfg->latency_rate_kb_s / 1e3;
+    if (cfg->latency_rate_kb_s == 0) { /* half the measured maximum; 0 stays "not measured" */
+        np_max m = {0};
         FR_TRY(np_run_max(env, codec, 99, &calls, &m, err));
         l->max_mb_s = (double)m.logical_bytes / m.seconds / 1e6;
+        rate_mb_s = l->max_mb_s / 2;
     }
     if (!cfg->skip_disk)
         FR_TRY(bk_fsync_latency(cfg->dir, (size_t)env->lat_batch_logical, NP_FSYNC_PROBES,
                                 &l->disk_p50_ms, &l->disk_p99_ms, err));
-    FR_TRY(np_run_latency(env, codec, l->max_mb_s / 2, l, err));
-    printf("  %s with %lld-row calls: at most %.1f MB/s; at %.1f MB/s end-to-end p50 %.2f ms, "
-           "p99 %.2f ms\n", codec, (long long)cfg->latency_batch_rows, l->max_mb_s,
-           l->achieved_mb_s, l->e2e_p50_ms, l->e2e_p99_ms);
+    FR_TRY(np_run_latency(env, codec, rate_mb_s, l, err));
+    char most[48];
+    np_most(l, most, sizeof most);
+    printf("  %s with %lld-row calls: %s; at %.1f MB/s end-to-end p50 %.2f ms, p99 %.2f ms\n",
+           codec, (long long)cfg->latency_batch_rows, most, l->achieved_mb_s, l->e2e_p50_ms,
+           l->e2e_p99_ms);
     fflush(stdout);
     return 0;
 }
