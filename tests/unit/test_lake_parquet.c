@@ -96,6 +96,18 @@ static void check_file(fr_parquet_reader *r, tu_model *m, const int *cols, int n
     assert_int_equal(row0, m->rows);
 }
 
+/* Opens the file at path and checks all of it against the model (and its row-group count,
+ * unless row_groups < 0). */
+static void check_path(const char *path, tu_model *m, int64_t row_groups)
+{
+    fr_error err;
+    fr_parquet_reader *r = NULL;
+    if (fr_parquet_open(path, &r, &err) < 0) fail_msg("open: %s", err.msg);
+    if (row_groups >= 0) assert_int_equal(fr_parquet_num_row_groups(r), row_groups);
+    check_file(r, m, NULL, 0);
+    fr_parquet_close(r);
+}
+
 /* ---- the lake schema --------------------------------------------------------------------- */
 
 static void test_lake_schema(void **state)
@@ -304,10 +316,7 @@ static void test_long_levels(void **state)
     const char *path = tmp_path("levels.parquet");
     fr_parquet_file_info *info = write_file(path, s, &b, 1, NULL, NULL);
     assert_int_equal(info->cols[0].nulls, 22496); /* 2812 runs of 8 below row 45000 */
-    fr_parquet_reader *r = NULL;
-    if (fr_parquet_open(path, &r, &err) < 0) fail_msg("open: %s", err.msg);
-    check_file(r, &m, NULL, 0);
-    fr_parquet_close(r);
+    check_path(path, &m, -1);
     fr_parquet_file_info_free(info);
     fr_batch_free(b);
     tu_model_free(&m);
@@ -337,12 +346,7 @@ static void test_writer_reuse(void **state)
         o.page_bytes = 3000;
         const char *path = tmp_path("reuse.parquet");
         fr_parquet_file_info *info = write_file(path, s, &b, 1, &o, NULL);
-        fr_error err;
-        fr_parquet_reader *r = NULL;
-        if (fr_parquet_open(path, &r, &err) < 0) fail_msg("open: %s", err.msg);
-        assert_int_equal(fr_parquet_num_row_groups(r), info->nrow_groups);
-        check_file(r, &m, NULL, 0);
-        fr_parquet_close(r);
+        check_path(path, &m, info->nrow_groups);
         fr_parquet_file_info_free(info);
         fr_batch_free(b);
         tu_model_free(&m);
@@ -381,10 +385,7 @@ static void test_write_two_batches(void **state)
     fr_parquet_file_info *info = NULL;
     if (fr_parquet_writer_close(w, &info, &err) < 0) fail_msg("close: %s", err.msg);
     assert_true(info->nrow_groups > 1);
-    fr_parquet_reader *r = NULL;
-    if (fr_parquet_open(path, &r, &err) < 0) fail_msg("open: %s", err.msg);
-    check_file(r, &m, NULL, 0);
-    fr_parquet_close(r);
+    check_path(path, &m, -1);
     fr_parquet_file_info_free(info);
     fr_batch_free(a);
     fr_batch_free(b);
