@@ -33,7 +33,7 @@
     "  --kv.block-cache.bytes SIZE\n"                                                         \
     "                        the block cache shared by all KV stores (default 64mb)\n"        \
     "  --kv.write-buffer.bytes SIZE\n"                                                        \
-    "                        the memtables of all KV stores together (default 64mb)\n"        \
+    "                        the memtables of all KV stores together (default 256mb)\n"       \
     "  --lake.warehouse DIR  where lake-enabled tables keep their Iceberg tables (default\n"  \
     "                        DATA_DIR/lake)\n"                                                \
     "  --lake.tiering.threads N\n"                                                           \

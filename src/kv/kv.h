@@ -98,7 +98,7 @@ typedef struct fr_kv_env fr_kv_env;
 
 typedef struct fr_kv_env_options {
     int64_t block_cache_bytes;  /* capacity of the shared block cache; default 64 MiB */
-    int64_t write_buffer_bytes; /* the memtables of every store together; default 64 MiB,
+    int64_t write_buffer_bytes; /* the memtables of every store together; default 256 MiB,
                                    at least 1 MiB */
 } fr_kv_env_options;
 

@@ -9,7 +9,7 @@
 void fr_kv_env_options_default(fr_kv_env_options *o)
 {
     o->block_cache_bytes = 64 << 20;
-    o->write_buffer_bytes = 64 << 20;
+    o->write_buffer_bytes = 256 << 20;
 }
 
 int fr_kv_env_new(const fr_kv_env_options *o, fr_kv_env **out, fr_error *err)

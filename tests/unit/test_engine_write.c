@@ -880,7 +880,7 @@ static void test_options_set(void **state)
     assert_int_equal(o.kv_flush_interval_ms, 10 * 60 * 1000);
     assert_int_equal(o.kv_flush_records, 1000000);
     assert_int_equal(o.kv_block_cache_bytes, 64LL << 20);
-    assert_int_equal(o.kv_write_buffer_bytes, 64LL << 20);
+    assert_int_equal(o.kv_write_buffer_bytes, 256LL << 20);
     KIT_CHECK(fr_engine_options_set(&o, "kv.flush.interval", "30s", &err), err);
     assert_int_equal(o.kv_flush_interval_ms, 30000);
     KIT_CHECK(fr_engine_options_set(&o, "kv.flush.interval", "0", &err), err);
