@@ -138,15 +138,7 @@ static int send_iov(int fd, struct iovec *iov, int n, fr_error *err)
             if (errno == EINTR) continue;
             return fr_fail_errno(err, errno, "send to the server");
         }
-        while (n > 0 && (size_t)w >= iov->iov_len) {
-            w -= (ssize_t)iov->iov_len;
-            iov++;
-            n--;
-        }
-        if (n > 0) {
-            iov->iov_base = (uint8_t *)iov->iov_base + w;
-            iov->iov_len -= (size_t)w;
-        }
+        fr_iov_advance(&iov, &n, (size_t)w);
     }
     return FR_OK;
 }
@@ -311,18 +303,11 @@ static cnet_frame *frame_new(fr_rpc_reader *r, const fr_rpc_frame *f)
     cf->request_id = f->request_id;
     cf->len = f->body_len;
     if (f->body_len == 0) return cf;
-    cf->block = fr_rpc_reader_take(r, f);
-    if (cf->block) {
-        cf->body = (uint8_t *)f->body;
-        return cf;
-    }
-    cf->block = fr_malloc(f->body_len);
+    cf->block = fr_rpc_reader_keep(r, f, &cf->body);
     if (!cf->block) {
         fr_free(cf);
         return NULL;
     }
-    memcpy(cf->block, f->body, f->body_len);
-    cf->body = cf->block;
     return cf;
 }
 

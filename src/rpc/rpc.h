@@ -253,11 +253,12 @@ int fr_rpc_reader_next(fr_rpc_reader *r, fr_rpc_frame *out, fr_error *err);
 /* Bytes received and not yet taken as frames, and bytes of buffer held. */
 size_t fr_rpc_reader_buffered(const fr_rpc_reader *r);
 size_t fr_rpc_reader_capacity(const fr_rpc_reader *r);
-/* Hands over the reader's buffer when it holds nothing but frame f, the one
- * fr_rpc_reader_next just returned, and f fills at least half of it: the caller owns the
- * returned memory (fr_free), into which f->body still points, and the reader starts afresh.
- * NULL otherwise (copy the body instead). Spares a copy of every large request. */
-uint8_t *fr_rpc_reader_take(fr_rpc_reader *r, const fr_rpc_frame *f);
+/* Keeps the body of frame f (non-empty), the one fr_rpc_reader_next just returned, beyond
+ * the reader's next read: returns memory the caller owns (fr_free) and points *body at the
+ * body within it. When the reader holds nothing but f and f fills at least half of its
+ * buffer, that is the buffer itself (the reader starts afresh: a large frame is not copied
+ * again); otherwise a copy of the body. NULL when out of memory. */
+uint8_t *fr_rpc_reader_keep(fr_rpc_reader *r, const fr_rpc_frame *f, uint8_t **body);
 /* Gives the buffer back when nothing is buffered. Invalidates frames. */
 void fr_rpc_reader_trim(fr_rpc_reader *r);
 

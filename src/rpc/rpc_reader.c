@@ -156,17 +156,24 @@ int fr_rpc_reader_next(fr_rpc_reader *r, fr_rpc_frame *out, fr_error *err)
     return 1;
 }
 
-uint8_t *fr_rpc_reader_take(fr_rpc_reader *r, const fr_rpc_frame *f)
+uint8_t *fr_rpc_reader_keep(fr_rpc_reader *r, const fr_rpc_frame *f, uint8_t **body)
 {
-    /* Only the frame just returned, and it fills at least half of the buffer: handing the
-     * buffer over costs no more memory than the frame's own copy would. */
-    if (r->failed || r->start != r->len || !r->buf || f->body < r->buf ||
-        f->body + f->body_len != r->buf + r->len || 2 * (r->len - (size_t)(f->body - r->buf)) < r->cap)
-        return NULL;
-    uint8_t *b = r->buf;
-    r->buf = NULL;
-    r->cap = r->start = r->len = 0;
-    return b;
+    /* The buffer is handed over only for the frame just returned when it fills at least
+     * half of the buffer: that costs no more memory than the frame's own copy would. */
+    if (!r->failed && r->start == r->len && r->buf && f->body >= r->buf &&
+        f->body + f->body_len == r->buf + r->len &&
+        2 * (r->len - (size_t)(f->body - r->buf)) >= r->cap) {
+        uint8_t *b = r->buf;
+        r->buf = NULL;
+        r->cap = r->start = r->len = 0;
+        *body = (uint8_t *)f->body;
+        return b;
+    }
+    uint8_t *copy = fr_malloc(f->body_len);
+    if (!copy) return NULL;
+    memcpy(copy, f->body, f->body_len);
+    *body = copy;
+    return copy;
 }
 
 size_t fr_rpc_reader_buffered(const fr_rpc_reader *r)

@@ -278,17 +278,10 @@ static srv_job *job_new(srv_conn *c, const fr_rpc_frame *f)
     fr_buf_init(&j->out);
     if (f->body_len == 0) return j;
     /* A large frame alone in the reader's buffer takes the buffer (no copy). */
-    j->body_block = fr_rpc_reader_take(c->reader, f);
-    if (j->body_block) {
-        j->body = (uint8_t *)f->body;
-    } else {
-        j->body_block = fr_malloc(f->body_len);
-        if (!j->body_block) {
-            fr_free(j);
-            return NULL;
-        }
-        memcpy(j->body_block, f->body, f->body_len);
-        j->body = j->body_block;
+    j->body_block = fr_rpc_reader_keep(c->reader, f, &j->body);
+    if (!j->body_block) {
+        fr_free(j);
+        return NULL;
     }
     j->body_len = f->body_len;
     return j;
