@@ -170,6 +170,10 @@ int fr_write_file_atomic(const char *path, const void *data, size_t n, fr_error 
 /* Reads a whole file of at most max_bytes. *out is owned by the caller (fr_free). */
 int fr_read_file(const char *path, size_t max_bytes, uint8_t **out, size_t *len, fr_error *err);
 int fr_fsync_dir(const char *dir, fr_error *err);
+struct iovec;
+/* After a writev or sendmsg of *n pieces that wrote `done` bytes: *iov and *n move past the
+ * pieces written whole, and a piece written in part keeps only its rest. */
+void fr_iov_advance(struct iovec **iov, int *n, size_t done);
 /* Removes a directory tree. A missing path is fine. */
 int fr_remove_tree(const char *path, fr_error *err);
 bool fr_path_exists(const char *path);

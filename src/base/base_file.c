@@ -9,6 +9,7 @@
 #include <libgen.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define FR_PATH_BYTES_MAX 4096
@@ -143,4 +144,19 @@ bool fr_path_exists(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0;
+}
+
+void fr_iov_advance(struct iovec **iov, int *n, size_t done)
+{
+    struct iovec *v = *iov;
+    while (*n > 0 && done >= v->iov_len) {
+        done -= v->iov_len;
+        v++;
+        (*n)--;
+    }
+    if (*n > 0) {
+        v->iov_base = (uint8_t *)v->iov_base + done;
+        v->iov_len -= done;
+    }
+    *iov = v;
 }

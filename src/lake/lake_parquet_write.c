@@ -459,15 +459,7 @@ static int write_iov(fr_parquet_writer *w, struct iovec *iov, int iovcnt, fr_err
             return fr_fail_errno(err, errno, "write %s", w->path);
         }
         w->offset += k;
-        while (iovcnt > 0 && (size_t)k >= iov->iov_len) {
-            k -= (ssize_t)iov->iov_len;
-            iov++;
-            iovcnt--;
-        }
-        if (iovcnt > 0) {
-            iov->iov_base = (uint8_t *)iov->iov_base + k;
-            iov->iov_len -= (size_t)k;
-        }
+        fr_iov_advance(&iov, &iovcnt, (size_t)k);
     }
     return 0;
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <pthread.h>
 #include <sys/wait.h>
@@ -894,6 +895,30 @@ static void test_config_alloc_failure(void **state)
     }
 }
 
+/* fr_iov_advance: whole pieces skipped, a partial one cut at its front, nothing left. */
+static void test_iov_advance(void **state)
+{
+    (void)state;
+    char a[4] = "abcd", b[3] = "efg", c[5] = "hijkl";
+    struct iovec v[3] = {{a, sizeof a}, {b, sizeof b}, {c, sizeof c}};
+    struct iovec *iov = v;
+    int n = 3;
+    fr_iov_advance(&iov, &n, 0);
+    assert_ptr_equal(iov, &v[0]);
+    assert_int_equal(n, 3);
+    fr_iov_advance(&iov, &n, 5); /* all of a, one byte of b */
+    assert_ptr_equal(iov, &v[1]);
+    assert_int_equal(n, 2);
+    assert_ptr_equal(iov->iov_base, b + 1);
+    assert_int_equal(iov->iov_len, 2);
+    fr_iov_advance(&iov, &n, 2); /* the rest of b exactly */
+    assert_ptr_equal(iov, &v[2]);
+    assert_int_equal(n, 1);
+    assert_int_equal(iov->iov_len, 5);
+    fr_iov_advance(&iov, &n, 5);
+    assert_int_equal(n, 0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--log-child") == 0) {
@@ -934,6 +959,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_parse_duration),
         cmocka_unit_test(test_parse_bytes),
         cmocka_unit_test(test_config),
+        cmocka_unit_test(test_iov_advance),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_config_alloc_failure),
     };
