@@ -180,6 +180,7 @@ int firth_open_config(const char *target, const firth_config *config, firth_clie
     firth_client *c = fr_calloc(1, sizeof *c);
     if (!c) return fr_client_fail(err, FIRTH_ENOMEM, "out of memory opening %s", target);
     pthread_mutex_init(&c->db_mu, NULL);
+    pthread_mutex_init(&c->tables_mu, NULL);
     fr_engine_options o;
     if (config) o = config->opts;
     else fr_engine_options_default(&o);
@@ -201,7 +202,9 @@ void firth_close(firth_client *c)
     fr_free(c->target);
     fr_sql_session_free(c->session);
     fr_engine_close(c->engine);
+    fr_ctable_cache_free(c);
     pthread_mutex_destroy(&c->db_mu);
+    pthread_mutex_destroy(&c->tables_mu);
     fr_free(c);
 }
 
@@ -299,32 +302,55 @@ int firth_table_info(firth_client *c, const char *table, char **json, firth_erro
 static int target_columns(const char *table, const fr_schema *s, const char *text, int *cols,
                           int *n, fr_error *err);
 
-/* firth_produce and firth_upsert for a remote client. */
+/* One attempt of remote_write on t; *untouched says whether a failure left the table as
+ * it was (see fr_remote_write). */
+static int remote_write_on(fr_ctable *t, const fr_batch *b, const uint8_t *ops,
+                           const char *targets_text, bool put, int64_t writer_id, int32_t seq,
+                           int64_t *count, bool *untouched, fr_error *e)
+{
+    *untouched = true;
+    if (put && t->npk == 0)
+        return fr_fail(e, FR_EINVAL, "table %s has no primary key: append to it instead",
+                       t->qname);
+    if (!put && t->npk > 0)
+        return fr_fail(e, FR_EINVAL, "table %s has a primary key: upsert into it instead",
+                       t->qname);
+    int *targets = NULL, ntargets = 0, rc = FR_OK;
+    if (targets_text) {
+        int nf = fr_schema_num_fields(t->schema);
+        targets = fr_calloc((size_t)nf + 1, sizeof *targets);
+        rc = targets ? target_columns(t->qname, t->schema, targets_text, targets, &ntargets, e)
+                     : fr_fail(e, FR_ENOMEM, "out of memory for target columns");
+        if (ntargets == nf) ntargets = 0;
+    }
+    if (rc == 0)
+        rc = fr_remote_write(t, b, ops, targets, ntargets, writer_id, seq, count, untouched, e);
+    fr_free(targets);
+    return rc;
+}
+
+/* firth_produce and firth_upsert for a remote client. The table's description may come
+ * from the client's cache: when a call on a cached one fails without touching the table
+ * (the table was dropped and created again, with other columns or keys perhaps), it is
+ * tried once more on a fresh one. */
 static int remote_write(firth_client *c, const char *table, const fr_batch *b,
                         const uint8_t *ops, const char *targets_text, bool put,
                         int64_t writer_id, int32_t seq, int64_t *count, firth_error *err)
 {
-    fr_ctable *t = NULL;
     fr_error e = {0};
-    int *targets = NULL, ntargets = 0;
-    int rc = fr_ctable_open(c, table, &t, &e);
-    if (rc == 0 && put && t->npk == 0)
-        rc = fr_fail(&e, FR_EINVAL, "table %s has no primary key: append to it instead",
-                     t->qname);
-    if (rc == 0 && !put && t->npk > 0)
-        rc = fr_fail(&e, FR_EINVAL, "table %s has a primary key: upsert into it instead",
-                     t->qname);
-    if (rc == 0 && targets_text) {
-        int nf = fr_schema_num_fields(t->schema);
-        targets = fr_calloc((size_t)nf + 1, sizeof *targets);
-        rc = targets ? target_columns(t->qname, t->schema, targets_text, targets, &ntargets, &e)
-                     : fr_fail(&e, FR_ENOMEM, "out of memory for target columns");
-        if (ntargets == nf) ntargets = 0;
+    int rc = FR_OK;
+    for (bool fresh = false;; fresh = true) {
+        fr_ctable *t = NULL;
+        bool cached = false, untouched = false;
+        rc = fr_ctable_get(c, table, fresh, &t, &cached, &e);
+        if (rc == 0)
+            rc = remote_write_on(t, b, ops, targets_text, put, writer_id, seq, count,
+                                 &untouched, &e);
+        if (rc < 0 && cached) fr_ctable_forget(t);
+        fr_ctable_put(t);
+        if (rc == 0 || !cached || !untouched) break;
+        e = (fr_error){0};
     }
-    if (rc == 0)
-        rc = fr_remote_write(t, b, ops, targets, ntargets, writer_id, seq, count, &e);
-    fr_free(targets);
-    fr_ctable_free(t);
     return rc < 0 ? firth_error_from(&e, err) : FIRTH_OK;
 }
 

@@ -99,6 +99,10 @@ struct firth_client {
     char *target;
     pthread_mutex_t db_mu; /* database */
     char database[FR_NAME_BYTES_MAX + 1]; /* the session database of execute_sql (USE) */
+    /* remote: descriptions of unpartitioned tables kept for one-shot calls (client_table.c) */
+    pthread_mutex_t tables_mu;
+    struct fr_ctable *tables; /* most recently used first */
+    int ntables;
 };
 
 struct firth_batch {
@@ -143,11 +147,28 @@ typedef struct fr_ctable {
     pthread_mutex_t parts_mu;
     fr_cpart *parts;
     int nparts;
+    /* kept by the client's table cache: users and the cache hold references (tables_mu) */
+    int refs;
+    bool cached;
+    struct fr_ctable *next;
 } fr_ctable;
 
 /* Looks the table up (embedded: a handle; remote: GET_TABLE_INFO). *out is the caller's. */
 int fr_ctable_open(firth_client *c, const char *name, fr_ctable **out, fr_error *err);
 void fr_ctable_free(fr_ctable *t);
+/* The table for a one-shot call: a remote unpartitioned table's description comes from the
+ * client's cache when it holds one (*cached true), otherwise from the server, and is kept
+ * for the next calls unless fresh. The server checks the table id of every write, so a
+ * description outdated by a DROP and CREATE under the same name is refused whole; the
+ * caller then forgets it and tries once more, fresh. Give *out back with fr_ctable_put.
+ * Thread: any. */
+int fr_ctable_get(firth_client *c, const char *name, bool fresh, fr_ctable **out,
+                  bool *cached, fr_error *err);
+void fr_ctable_put(fr_ctable *t);
+/* Takes t's description out of the cache (the next fr_ctable_get asks the server). */
+void fr_ctable_forget(fr_ctable *t);
+/* Empties the cache (firth_close: no call is running). */
+void fr_ctable_cache_free(firth_client *c);
 /* The remote table's partitions (refreshed from METADATA when refresh or none known yet):
  * fills a snapshot the caller frees with fr_cparts_free. */
 int fr_ctable_partitions(fr_ctable *t, bool refresh, fr_cpart **out, int *count,
@@ -220,10 +241,12 @@ int fr_remote_execute(firth_client *c, const char *sql, const firth_sink *sink,
 int fr_remote_table_info(firth_client *c, const char *table, char **json, firth_error *err);
 /* Appends (log tables) or puts (primary-key tables, ops, target columns) the rows of b into
  * t, split by partition and bucket, under (writer_id, seq) for every bucket. *count gets the
- * rows appended or the keys changed. */
+ * rows appended or the keys changed. On failure, *untouched (may be NULL) says whether the
+ * server surely applied none of it: the failure came before the first request, or the
+ * server refused that request whole because the table is not found (or not t->id). */
 int fr_remote_write(fr_ctable *t, const fr_batch *b, const uint8_t *ops, const int *targets,
                     int ntargets, int64_t writer_id, int32_t seq, int64_t *count,
-                    fr_error *err);
+                    bool *untouched, fr_error *err);
 
 /* The destination of each row of b: dest[row] = partition index * nbuckets + bucket, with
  * part_ids[partition index] its partition id (-1 without partitions); partitions missing
@@ -248,11 +271,12 @@ typedef struct fr_rput {
     int64_t base_offset;
 } fr_rput;
 
-/* Sends units as one PRODUCE_LOG (log tables) or PUT_KV request and fills their results.
- * Returns a whole-request failure (the connection, the table); per-unit failures are in
- * the units. */
+/* Sends units as PRODUCE_LOG (log tables) or PUT_KV requests, as few as the frame limit
+ * allows, and fills their results. Returns a whole-request failure (the connection, the
+ * table); per-unit failures are in the units. *answered gets how many units had their
+ * request answered. */
 int fr_remote_send(fr_ctable *t, fr_rput *units, int nunits, const int *targets,
-                   int ntargets, int64_t writer_id, fr_error *err);
+                   int ntargets, int64_t writer_id, int *answered, fr_error *err);
 /* How many of units [0, n) go in one request (at least one): the server's frame limit. */
 int fr_remote_fit(fr_ctable *t, const fr_rput *units, int n);
 /* Sends units [0, n) (n from fr_remote_fit) as one request without waiting for the answer,

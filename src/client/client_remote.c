@@ -60,6 +60,7 @@ int fr_remote_open(const char *target, const char *hostport, firth_client **out,
     if (!c) return fr_client_fail(err, FIRTH_ENOMEM, "out of memory opening %s", target);
     c->remote = true;
     pthread_mutex_init(&c->db_mu, NULL);
+    pthread_mutex_init(&c->tables_mu, NULL);
     snprintf(c->database, sizeof c->database, "default");
     c->target = fr_strdup(target);
     if (!c->target || fr_cnet_open(&o, &c->net, &e) < 0) {
@@ -396,12 +397,14 @@ int fr_remote_fit(fr_ctable *t, const fr_rput *units, int nunits)
 }
 
 int fr_remote_send(fr_ctable *t, fr_rput *units, int nunits, const int *targets,
-                   int ntargets, int64_t writer_id, fr_error *err)
+                   int ntargets, int64_t writer_id, int *answered, fr_error *err)
 {
+    *answered = 0;
     for (int i = 0; i < nunits;) {
         int n = fr_remote_fit(t, units + i, nunits - i);
         FR_TRY(send_group(t, units + i, n, targets, ntargets, writer_id, err));
         i += n;
+        *answered = i;
     }
     return FR_OK;
 }
@@ -528,8 +531,11 @@ int fr_remote_route(fr_ctable *t, const fr_batch *b, int fixed, int32_t **dest,
 
 int fr_remote_write(fr_ctable *t, const fr_batch *b, const uint8_t *ops, const int *targets,
                     int ntargets, int64_t writer_id, int32_t seq, int64_t *count,
-                    fr_error *err)
+                    bool *untouched, fr_error *err)
 {
+    bool sink;
+    if (!untouched) untouched = &sink;
+    *untouched = true;
     *count = 0;
     FR_TRY(fr_remote_check_batch(t, b, err));
     int64_t rows = fr_batch_num_rows(b);
@@ -571,7 +577,10 @@ int fr_remote_write(fr_ctable *t, const fr_batch *b, const uint8_t *ops, const i
         fr_batch_free(taken);
         if (rc < 0) goto fail;
     }
-    FR_GOTO(fr_remote_send(t, units, nunits, targets, ntargets, writer_id, err));
+    int answered = 0;
+    rc = fr_remote_send(t, units, nunits, targets, ntargets, writer_id, &answered, err);
+    *untouched = rc == FR_ENOTFOUND && answered == 0;
+    if (rc < 0) goto fail;
     for (int i = 0; i < nunits; i++) {
         if (units[i].status < 0) {
             rc = units[i].status;

@@ -4,7 +4,9 @@
  *
  * Remote tables are described by GET_TABLE_INFO once, when opened: a writer or scanner that
  * outlives an ALTER keeps the description it opened with (the server refuses batches of a
- * schema it does not expect, which says so). */
+ * schema it does not expect, which says so). One-shot calls take the descriptions of
+ * unpartitioned tables from a small cache per client (fr_ctable_get): entries are shared
+ * by reference count, most recently used first, and forgotten when a call on them fails. */
 #include "client/client_int.h"
 
 #include <jansson.h>
@@ -194,23 +196,32 @@ fail:
     return rc;
 }
 
-int fr_ctable_open(firth_client *c, const char *name, fr_ctable **out, fr_error *err)
+/* The table db.name (resolved names). */
+static int open_resolved(firth_client *c, const char *db, const char *name, fr_ctable **out,
+                         fr_error *err)
 {
     fr_ctable *t = fr_calloc(1, sizeof *t);
-    FR_CHECK(t, FR_ENOMEM, err, "out of memory opening table %s", name ? name : "");
+    FR_CHECK(t, FR_ENOMEM, err, "out of memory opening table %s.%s", db, name);
     t->client = c;
+    t->refs = 1;
     pthread_mutex_init(&t->parts_mu, NULL);
-    int rc = fr_client_resolve(c, name, t->db, t->name, err);
-    if (rc == 0) {
-        snprintf(t->qname, sizeof t->qname, "%s.%s", t->db, t->name);
-        rc = c->remote ? open_remote(t, err) : open_local(t, err);
-    }
+    snprintf(t->db, sizeof t->db, "%s", db);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    snprintf(t->qname, sizeof t->qname, "%s.%s", t->db, t->name);
+    int rc = c->remote ? open_remote(t, err) : open_local(t, err);
     if (rc < 0) {
         fr_ctable_free(t);
         return rc;
     }
     *out = t;
     return FR_OK;
+}
+
+int fr_ctable_open(firth_client *c, const char *name, fr_ctable **out, fr_error *err)
+{
+    char db[FR_NAME_BYTES_MAX + 1], t[FR_NAME_BYTES_MAX + 1];
+    FR_TRY(fr_client_resolve(c, name, db, t, err));
+    return open_resolved(c, db, t, out, err);
 }
 
 void fr_ctable_free(fr_ctable *t)
@@ -224,6 +235,116 @@ void fr_ctable_free(fr_ctable *t)
     fr_cparts_free(t->parts, t->nparts);
     pthread_mutex_destroy(&t->parts_mu);
     fr_free(t);
+}
+
+/* ---- the cache of one-shot calls ------------------------------------------------------------ */
+
+/* Enough for the tables one process writes to in turn; each entry is a few hundred bytes
+ * and its schema. */
+#define CTABLE_CACHE_MAX 64
+
+/* Drops one reference (tables_mu held); frees t on the last. */
+static void ctable_unref_locked(fr_ctable *t)
+{
+    if (--t->refs == 0) fr_ctable_free(t);
+}
+
+/* Where the cached entry named qname is linked, or NULL (tables_mu held). */
+static fr_ctable **cache_slot_locked(firth_client *c, const char *qname)
+{
+    for (fr_ctable **p = &c->tables; *p; p = &(*p)->next)
+        if (strcmp((*p)->qname, qname) == 0) return p;
+    return NULL;
+}
+
+/* Unlinks the entry at *p, dropping the cache's reference (tables_mu held). */
+static void cache_unlink_locked(firth_client *c, fr_ctable **p)
+{
+    fr_ctable *t = *p;
+    *p = t->next;
+    t->next = NULL;
+    t->cached = false;
+    c->ntables--;
+    ctable_unref_locked(t);
+}
+
+/* The cached entry named qname, moved to the front, with a reference for the caller. */
+static fr_ctable *cache_find_locked(firth_client *c, const char *qname)
+{
+    fr_ctable **p = cache_slot_locked(c, qname);
+    if (!p) return NULL;
+    fr_ctable *t = *p;
+    *p = t->next;
+    t->next = c->tables;
+    c->tables = t;
+    t->refs++;
+    return t;
+}
+
+/* Puts t at the front in place of any entry of its name; the least recently used entry
+ * goes when the cache is full (tables_mu held). */
+static void cache_insert_locked(firth_client *c, fr_ctable *t)
+{
+    fr_ctable **p = cache_slot_locked(c, t->qname);
+    if (p) cache_unlink_locked(c, p);
+    t->refs++;
+    t->cached = true;
+    t->next = c->tables;
+    c->tables = t;
+    if (++c->ntables <= CTABLE_CACHE_MAX) return;
+    p = &c->tables;
+    while ((*p)->next) p = &(*p)->next;
+    cache_unlink_locked(c, p);
+}
+
+int fr_ctable_get(firth_client *c, const char *name, bool fresh, fr_ctable **out,
+                  bool *cached, fr_error *err)
+{
+    *cached = false;
+    char db[FR_NAME_BYTES_MAX + 1], tn[FR_NAME_BYTES_MAX + 1], qname[sizeof db + sizeof tn];
+    FR_TRY(fr_client_resolve(c, name, db, tn, err));
+    if (!c->remote) return open_resolved(c, db, tn, out, err);
+    snprintf(qname, sizeof qname, "%s.%s", db, tn);
+    pthread_mutex_lock(&c->tables_mu);
+    fr_ctable *t = fresh ? NULL : cache_find_locked(c, qname);
+    pthread_mutex_unlock(&c->tables_mu);
+    if (t) {
+        *cached = true;
+        *out = t;
+        return FR_OK;
+    }
+    FR_TRY(open_resolved(c, db, tn, &t, err));
+    fr_ctable **p;
+    /* A partitioned table's partitions come and go: its calls ask each time. */
+    pthread_mutex_lock(&c->tables_mu);
+    if (t->npart == 0) cache_insert_locked(c, t);
+    else if ((p = cache_slot_locked(c, qname))) cache_unlink_locked(c, p);
+    pthread_mutex_unlock(&c->tables_mu);
+    *out = t;
+    return FR_OK;
+}
+
+void fr_ctable_put(fr_ctable *t)
+{
+    if (!t) return;
+    firth_client *c = t->client;
+    pthread_mutex_lock(&c->tables_mu);
+    ctable_unref_locked(t);
+    pthread_mutex_unlock(&c->tables_mu);
+}
+
+void fr_ctable_forget(fr_ctable *t)
+{
+    firth_client *c = t->client;
+    pthread_mutex_lock(&c->tables_mu);
+    fr_ctable **p = cache_slot_locked(c, t->qname);
+    if (p && *p == t) cache_unlink_locked(c, p);
+    pthread_mutex_unlock(&c->tables_mu);
+}
+
+void fr_ctable_cache_free(firth_client *c)
+{
+    while (c->tables) cache_unlink_locked(c, &c->tables);
 }
 
 void fr_ctable_path(const fr_ctable *t, Firth__TablePath *path)

@@ -22,6 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include "client/client_bridge.h"
 
 #define OK(expr, err)                                                                        \
@@ -31,6 +35,7 @@
     } while (0)
 
 static char target[1400];      /* "file:DIR" or "firth://127.0.0.1:PORT" */
+static char http_addr[256];    /* remote: the server's HTTP listener, HOST:PORT */
 static bool remote;
 static firth_client *client;
 static unsigned seed;
@@ -100,8 +105,10 @@ static bool start_server(const char *dir)
         json_error_t jerr;
         json_t *root = json_load_file(ready, 0, &jerr);
         const char *native = root ? json_string_value(json_object_get(root, "native")) : NULL;
-        if (native) {
+        const char *http = root ? json_string_value(json_object_get(root, "http")) : NULL;
+        if (native && http) {
             snprintf(target, sizeof target, "firth://%s", native);
+            snprintf(http_addr, sizeof http_addr, "%s", http);
             json_decref(root);
             server_pid = pid;
             return true;
@@ -208,7 +215,8 @@ static int64_t cell_i64(const firth_batch *b, int col, int64_t row)
     return v.v.i;
 }
 
-static void create_table(const char *name, const char *pk, const char *buckets)
+static void create_table_on(firth_client *c, const char *name, const char *pk,
+                            const char *buckets)
 {
     const char *keys[] = {"bucket.num"};
     const char *vals[] = {buckets};
@@ -223,7 +231,12 @@ static void create_table(const char *name, const char *pk, const char *buckets)
         .noptions = 1,
     };
     firth_error err = {0};
-    OK(firth_create_table(client, &def, &err), err);
+    OK(firth_create_table(c, &def, &err), err);
+}
+
+static void create_table(const char *name, const char *pk, const char *buckets)
+{
+    create_table_on(client, name, pk, buckets);
 }
 
 /* ---- admin ------------------------------------------------------------------------------------- */
@@ -853,6 +866,85 @@ static void test_idempotent_produce(void **state)
     free(s.count);
 }
 
+/* ---- one-shot calls on a table created again ------------------------------------------ */
+
+/* The server's count of GET_TABLE_INFO requests, from its /metrics. */
+static int64_t table_info_requests(void)
+{
+    char host[256], req[512], buf[1 << 16];
+    snprintf(host, sizeof host, "%s", http_addr);
+    char *colon = strrchr(host, ':');
+    assert_non_null(colon);
+    *colon = '\0';
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
+    assert_int_equal(inet_pton(AF_INET, host, &a.sin_addr), 1);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    int n = snprintf(req, sizeof req, "GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n", http_addr);
+    assert_int_equal(write(fd, req, (size_t)n), n);
+    size_t len = 0;
+    for (ssize_t r; len < sizeof buf - 1 && (r = read(fd, buf + len, sizeof buf - 1 - len)) > 0;)
+        len += (size_t)r;
+    close(fd);
+    buf[len] = '\0';
+    const char *key = "firth_requests_total{api=\"get_table_info\"} ";
+    const char *at = strstr(buf, key);
+    assert_non_null(at);
+    return strtoll(at + strlen(key), NULL, 10);
+}
+
+static int64_t count_rows(const char *table)
+{
+    seen s;
+    seen_init(&s, 1000);
+    firth_error err = {0};
+    firth_scan_options so = {.start = FIRTH_START_EARLIEST, .max_records = -1};
+    OK(firth_scan(client, table, &so, scan_fn, &s, &err), err);
+    free(s.count);
+    return s.rows;
+}
+
+/* Another client drops the table and creates it again under the same name: this client's
+ * one-shot calls land in the new table whatever its keys, as they would without the
+ * description a remote client keeps between calls (it asks the server once, not per call). */
+static void test_recreated_table(void **state)
+{
+    (void)state;
+    firth_error err = {0};
+    firth_client *other = client; /* an embedded data dir has one client */
+    if (remote) OK(firth_open(target, &other, &err), err);
+    create_table("again", NULL, "2");
+    firth_batch *b = range_of(0, 5);
+    int64_t n = 0, asked = remote ? table_info_requests() : 0;
+    for (int i = 0; i < 3; i++) OK(firth_produce(client, "again", b, -1, 0, &n, &err), err);
+    if (remote) assert_int_equal(table_info_requests() - asked, 1);
+    assert_int_equal(count_rows("again"), 15);
+
+    /* The same columns, another table id: the server refuses the old one, the call is
+     * tried again on a fresh description. */
+    OK(firth_drop_table(other, "again", false, &err), err);
+    create_table_on(other, "again", NULL, "3");
+    OK(firth_produce(client, "again", b, -1, 0, &n, &err), err);
+    assert_int_equal(n, 5);
+    assert_int_equal(count_rows("again"), 5);
+
+    /* Now with a primary key: the kept description says there is none. */
+    OK(firth_drop_table(other, "again", false, &err), err);
+    create_table_on(other, "again", "id", "2");
+    OK(firth_upsert(client, "again", b, NULL, NULL, -1, 0, &n, &err), err);
+    assert_int_equal(n, 5);
+    assert_int_equal(firth_produce(client, "again", b, -1, 0, &n, &err), FIRTH_EINVAL);
+    assert_non_null(strstr(err.msg, "has a primary key"));
+
+    /* Gone for good. */
+    OK(firth_drop_table(other, "again", false, &err), err);
+    assert_int_equal(firth_upsert(client, "again", b, NULL, NULL, -1, 0, &n, &err),
+                     FIRTH_ENOTFOUND);
+    firth_batch_free(b);
+    if (other != client) firth_close(other);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_admin, setup, teardown),
     cmocka_unit_test_setup_teardown(test_writer_log, setup, teardown),
@@ -863,6 +955,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_partitions, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sql, setup, teardown),
     cmocka_unit_test_setup_teardown(test_idempotent_produce, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_recreated_table, setup, teardown),
 };
 
 int main(void)
