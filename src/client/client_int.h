@@ -149,7 +149,6 @@ typedef struct fr_ctable {
     int nparts;
     /* kept by the client's table cache: users and the cache hold references (tables_mu) */
     int refs;
-    bool cached;
     struct fr_ctable *next;
 } fr_ctable;
 

@@ -263,7 +263,6 @@ static void cache_unlink_locked(firth_client *c, fr_ctable **p)
     fr_ctable *t = *p;
     *p = t->next;
     t->next = NULL;
-    t->cached = false;
     c->ntables--;
     ctable_unref_locked(t);
 }
@@ -288,7 +287,6 @@ static void cache_insert_locked(firth_client *c, fr_ctable *t)
     fr_ctable **p = cache_slot_locked(c, t->qname);
     if (p) cache_unlink_locked(c, p);
     t->refs++;
-    t->cached = true;
     t->next = c->tables;
     c->tables = t;
     if (++c->ntables <= CTABLE_CACHE_MAX) return;
