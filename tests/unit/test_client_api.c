@@ -13,6 +13,7 @@
 #include <ftw.h>
 #include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -945,6 +946,50 @@ static void test_recreated_table(void **state)
     if (other != client) firth_close(other);
 }
 
+/* Threads sharing one client make one-shot calls at once, the first of them racing to
+ * describe the table: every row lands once, and (remote) the table is described at most
+ * once per thread. */
+#define SHARED_THREADS 8
+#define SHARED_CALLS 25
+#define SHARED_ROWS 4
+
+static void *shared_producer(void *arg)
+{
+    int64_t first = (int64_t)(intptr_t)arg * SHARED_CALLS * SHARED_ROWS;
+    for (int k = 0; k < SHARED_CALLS; k++) {
+        firth_batch *b = range_of(first + k * SHARED_ROWS, SHARED_ROWS);
+        firth_error err = {0};
+        int64_t n = 0;
+        int rc = firth_produce(client, "shared", b, -1, 0, &n, &err);
+        firth_batch_free(b);
+        if (rc != 0 || n != SHARED_ROWS) return (void *)(intptr_t)1;
+    }
+    return NULL;
+}
+
+static void test_shared_client(void **state)
+{
+    (void)state;
+    create_table("shared", NULL, "4");
+    int64_t asked = remote ? table_info_requests() : 0;
+    pthread_t tid[SHARED_THREADS];
+    for (intptr_t i = 0; i < SHARED_THREADS; i++)
+        assert_int_equal(pthread_create(&tid[i], NULL, shared_producer, (void *)i), 0);
+    for (int i = 0; i < SHARED_THREADS; i++) {
+        void *failed = NULL;
+        pthread_join(tid[i], &failed);
+        assert_null(failed);
+    }
+    if (remote) assert_true(table_info_requests() - asked <= SHARED_THREADS);
+    seen s;
+    seen_init(&s, SHARED_THREADS * SHARED_CALLS * SHARED_ROWS);
+    firth_error err = {0};
+    firth_scan_options so = {.start = FIRTH_START_EARLIEST, .max_records = -1};
+    OK(firth_scan(client, "shared", &so, scan_fn, &s, &err), err);
+    assert_int_equal(s.rows, s.n);
+    seen_check(&s);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_admin, setup, teardown),
     cmocka_unit_test_setup_teardown(test_writer_log, setup, teardown),
@@ -956,6 +1001,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_sql, setup, teardown),
     cmocka_unit_test_setup_teardown(test_idempotent_produce, setup, teardown),
     cmocka_unit_test_setup_teardown(test_recreated_table, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_shared_client, setup, teardown),
 };
 
 int main(void)
