@@ -147,6 +147,8 @@ bool fr_table_dropped(const fr_table *t);
 const char *fr_table_db(const fr_table *t);
 const char *fr_table_name(const fr_table *t);
 int64_t fr_table_id(const fr_table *t);
+/* When the table was created, in ms since the epoch. */
+int64_t fr_table_created_ms(const fr_table *t);
 const fr_schema *fr_table_schema(const fr_table *t);
 int fr_table_num_buckets(const fr_table *t);
 /* Bucket-key column indexes; *n = 0 when the table has none. */

@@ -128,6 +128,7 @@ bool fr_table_dropped(const fr_table *t) { return atomic_load(&t->dropped); }
 const char *fr_table_db(const fr_table *t) { return t->db; }
 const char *fr_table_name(const fr_table *t) { return t->name; }
 int64_t fr_table_id(const fr_table *t) { return t->id; }
+int64_t fr_table_created_ms(const fr_table *t) { return t->created_ms; }
 const fr_schema *fr_table_schema(const fr_table *t) { return t->schemas[t->nschemas - 1]; }
 int fr_table_num_buckets(const fr_table *t) { return t->conf.nbuckets; }
 fr_compression fr_table_compression(const fr_table *t) { return t->conf.compression; }

@@ -6,7 +6,6 @@
 #include "server/server_int.h"
 
 #include <inttypes.h>
-#include <jansson.h>
 #include <strings.h>
 
 #define NEW(a, T) ((T *)srv_zalloc((a), sizeof(T)))
@@ -302,17 +301,6 @@ int srv_handle_list_tables(fr_server *s, srv_job *j, fr_error *err)
 }
 
 /* created_ms from the table's JSON (the engine keeps it there). */
-static int64_t created_ms_of(const char *table_json)
-{
-    json_error_t jerr;
-    json_t *root = json_loads(table_json, 0, &jerr);
-    int64_t v = 0;
-    json_t *c = root ? json_object_get(root, "created_ms") : NULL;
-    if (c && json_is_integer(c)) v = (int64_t)json_integer_value(c);
-    json_decref(root);
-    return v;
-}
-
 int srv_handle_get_table_info(fr_server *s, srv_job *j, fr_error *err)
 {
     Firth__GetTableInfoRequest *req = (Firth__GetTableInfoRequest *)j->request;
@@ -356,7 +344,7 @@ int srv_handle_get_table_info(fr_server *s, srv_job *j, fr_error *err)
         resp.options[i] = o;
     }
     resp.n_options = (size_t)nopt;
-    resp.created_ms = created_ms_of(table_json);
+    resp.created_ms = fr_table_created_ms(t);
     rc = srv_respond(j, FR_RPC_SUCCESS, &resp.base, err);
 fail:
     fr_free(schema_json);
