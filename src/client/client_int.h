@@ -99,7 +99,7 @@ struct firth_client {
     char *target;
     pthread_mutex_t db_mu; /* database */
     char database[FR_NAME_BYTES_MAX + 1]; /* the session database of execute_sql (USE) */
-    /* remote: descriptions of unpartitioned tables kept for one-shot calls (client_table.c) */
+    /* remote: table descriptions kept for one-shot calls (client_table.c) */
     pthread_mutex_t tables_mu;
     struct fr_ctable *tables; /* most recently used first */
     int ntables;
@@ -155,9 +155,9 @@ typedef struct fr_ctable {
 /* Looks the table up (embedded: a handle; remote: GET_TABLE_INFO). *out is the caller's. */
 int fr_ctable_open(firth_client *c, const char *name, fr_ctable **out, fr_error *err);
 void fr_ctable_free(fr_ctable *t);
-/* The table for a one-shot call: a remote unpartitioned table's description comes from the
- * client's cache when it holds one (*cached true), otherwise from the server, and is kept
- * for the next calls unless fresh. The server checks the table id of every write, so a
+/* The table for a one-shot call: a remote table's description comes from the client's
+ * cache when it holds one (*cached true), otherwise from the server, and is kept for the
+ * next calls. The server checks the table id of every write, so a
  * description outdated by a DROP and CREATE under the same name is refused whole; the
  * caller then forgets it and tries once more, fresh. Give *out back with fr_ctable_put.
  * Thread: any. */
@@ -176,6 +176,10 @@ void fr_cparts_free(fr_cpart *p, int count);
 /* The id of the partition named name (remote), creating it when the table creates
  * partitions as rows arrive (FR_ENOTFOUND otherwise, naming the partition). */
 int fr_ctable_partition_id(fr_ctable *t, const char *name, int64_t *id, fr_error *err);
+/* The id the partition known as old_id has now (FR_ENOTFOUND when t never knew old_id):
+ * a partition dropped since t read the list is found again under its name, or created
+ * again when the table creates partitions as rows arrive. */
+int fr_ctable_partition_renew(fr_ctable *t, int64_t old_id, int64_t *id, fr_error *err);
 /* A TablePath message pointing at t's names (lives as t). */
 void fr_ctable_path(const fr_ctable *t, Firth__TablePath *path);
 /* Resolves "a, b" to column indexes of the schema, in the order given, distinct. *cols has

@@ -529,6 +529,46 @@ int fr_remote_route(fr_ctable *t, const fr_batch *b, int fixed, int32_t **dest,
     return FR_OK;
 }
 
+/* Sends again, once, the units that the server refused for want of their partition: it was
+ * dropped since t's list was read (and is found again by name, or created again when the
+ * table allows). The server checks a unit's partition before writing any of it, so those
+ * units were not applied. */
+static int resend_dropped(fr_ctable *t, fr_rput *units, int nunits, const int *targets,
+                          int ntargets, int64_t writer_id, fr_error *err)
+{
+    fr_rput *again = NULL;
+    int *from = NULL, n = 0, answered = 0, rc = FR_OK;
+    for (int i = 0; i < nunits; i++) {
+        if (units[i].status != FR_ENOTFOUND) continue;
+        if (!again) {
+            again = fr_calloc((size_t)nunits, sizeof *again);
+            from = fr_calloc((size_t)nunits, sizeof *from);
+            if (!again || !from) FR_GOTO(fr_fail(err, FR_ENOMEM, "out of memory resending"));
+        }
+        int64_t id;
+        int r = fr_ctable_partition_renew(t, units[i].partition_id, &id, &units[i].err);
+        if (r < 0) {
+            units[i].status = r; /* with the error that says why */
+            continue;
+        }
+        again[n] = units[i];
+        again[n].partition_id = id;
+        again[n].status = 0;
+        again[n].err = (fr_error){0};
+        from[n++] = i;
+    }
+    if (n > 0) FR_GOTO(fr_remote_send(t, again, n, targets, ntargets, writer_id, &answered, err));
+    for (int j = 0; j < n; j++) {
+        fr_buf records = units[from[j]].records; /* owned by units, borrowed by again */
+        units[from[j]] = again[j];
+        units[from[j]].records = records;
+    }
+fail:
+    fr_free(again);
+    fr_free(from);
+    return rc;
+}
+
 int fr_remote_write(fr_ctable *t, const fr_batch *b, const uint8_t *ops, const int *targets,
                     int ntargets, int64_t writer_id, int32_t seq, int64_t *count,
                     bool *untouched, fr_error *err)
@@ -581,6 +621,7 @@ int fr_remote_write(fr_ctable *t, const fr_batch *b, const uint8_t *ops, const i
     rc = fr_remote_send(t, units, nunits, targets, ntargets, writer_id, &answered, err);
     *untouched = rc == FR_ENOTFOUND && answered == 0;
     if (rc < 0) goto fail;
+    if (t->npart > 0) FR_GOTO(resend_dropped(t, units, nunits, targets, ntargets, writer_id, err));
     for (int i = 0; i < nunits; i++) {
         if (units[i].status < 0) {
             rc = units[i].status;

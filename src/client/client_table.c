@@ -4,9 +4,9 @@
  *
  * Remote tables are described by GET_TABLE_INFO once, when opened: a writer or scanner that
  * outlives an ALTER keeps the description it opened with (the server refuses batches of a
- * schema it does not expect, which says so). One-shot calls take the descriptions of
- * unpartitioned tables from a small cache per client (fr_ctable_get): entries are shared
- * by reference count, most recently used first, and forgotten when a call on them fails. */
+ * schema it does not expect, which says so). One-shot calls take the descriptions from a
+ * small cache per client (fr_ctable_get): entries are shared by reference count, most
+ * recently used first, and forgotten when a call on them fails. */
 #include "client/client_int.h"
 
 #include <jansson.h>
@@ -312,11 +312,8 @@ int fr_ctable_get(firth_client *c, const char *name, bool fresh, fr_ctable **out
         return FR_OK;
     }
     FR_TRY(open_resolved(c, db, tn, &t, err));
-    fr_ctable **p;
-    /* A partitioned table's partitions come and go: its calls ask each time. */
     pthread_mutex_lock(&c->tables_mu);
-    if (t->npart == 0) cache_insert_locked(c, t);
-    else if ((p = cache_slot_locked(c, qname))) cache_unlink_locked(c, p);
+    cache_insert_locked(c, t);
     pthread_mutex_unlock(&c->tables_mu);
     *out = t;
     return FR_OK;
@@ -478,23 +475,43 @@ static int create_part(fr_ctable *t, const char *name, fr_error *err)
     return rc;
 }
 
+/* The id of the partition named name from the server's list, created when the table
+ * creates partitions as rows arrive; refresh: read the list again first (parts_mu held). */
+static int part_id_locked(fr_ctable *t, const char *name, bool refresh, int64_t *id,
+                          fr_error *err)
+{
+    if (!refresh && find_part(t, name, id)) return FR_OK;
+    FR_TRY(refresh_parts(t, err));
+    if (find_part(t, name, id)) return FR_OK;
+    FR_CHECK(t->dynamic_partitions, FR_ENOTFOUND, err,
+             "table %s has no partition %s, and 'table.partition.dynamic-creation' is false: "
+             "add it first", t->qname, name);
+    FR_TRY(create_part(t, name, err));
+    FR_TRY(refresh_parts(t, err));
+    FR_CHECK(find_part(t, name, id), FR_ENOTFOUND, err,
+             "table %s: partition %s was created but is not listed", t->qname, name);
+    return FR_OK;
+}
+
 int fr_ctable_partition_id(fr_ctable *t, const char *name, int64_t *id, fr_error *err)
 {
     pthread_mutex_lock(&t->parts_mu);
-    int rc = FR_OK;
-    if (!find_part(t, name, id)) {
-        rc = refresh_parts(t, err);
-        if (rc == 0 && !find_part(t, name, id)) {
-            if (!t->dynamic_partitions)
-                rc = fr_fail(err, FR_ENOTFOUND, "table %s has no partition %s, and "
-                             "'table.partition.dynamic-creation' is false: add it first",
-                             t->qname, name);
-            else if ((rc = create_part(t, name, err)) == 0 && (rc = refresh_parts(t, err)) == 0 &&
-                     !find_part(t, name, id))
-                rc = fr_fail(err, FR_ENOTFOUND, "table %s: partition %s was created but is "
-                             "not listed", t->qname, name);
-        }
-    }
+    int rc = part_id_locked(t, name, false, id, err);
     pthread_mutex_unlock(&t->parts_mu);
+    return rc;
+}
+
+int fr_ctable_partition_renew(fr_ctable *t, int64_t old_id, int64_t *id, fr_error *err)
+{
+    pthread_mutex_lock(&t->parts_mu);
+    int i = 0;
+    while (i < t->nparts && t->parts[i].id != old_id) i++;
+    char *name = i < t->nparts ? fr_strdup(t->parts[i].name) : NULL;
+    int rc = name ? part_id_locked(t, name, true, id, err)
+             : i < t->nparts ? fr_fail(err, FR_ENOMEM, "out of memory renewing a partition")
+                             : fr_fail(err, FR_ENOTFOUND, "table %s has no partition with id "
+                                       "%lld", t->qname, (long long)old_id);
+    pthread_mutex_unlock(&t->parts_mu);
+    fr_free(name);
     return rc;
 }

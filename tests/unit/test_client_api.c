@@ -946,6 +946,82 @@ static void test_recreated_table(void **state)
     if (other != client) firth_close(other);
 }
 
+/* n rows (id from, from + 1, ...; region eu, us, apac in turn) of a table partitioned by
+ * region. */
+static firth_batch *region_rows(int64_t from, int n)
+{
+    static const char *regions[] = {"eu", "us", "apac"};
+    fr_schema *schema = schema_of("id BIGINT NOT NULL, region STRING NOT NULL");
+    fr_builder *bld = NULL;
+    fr_error e = {0};
+    assert_int_equal(fr_builder_new(schema, &bld, &e), 0);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(fr_builder_append_i64(bld, 0, from + i, &e), 0);
+        assert_int_equal(fr_builder_append_bytes(bld, 1, regions[i % 3],
+                                                 strlen(regions[i % 3]), &e), 0);
+    }
+    fr_batch *raw = NULL;
+    assert_int_equal(fr_builder_finish(bld, &raw, &e), 0);
+    fr_builder_free(bld);
+    fr_schema_free(schema);
+    return firth_batch_wrap(raw);
+}
+
+static void create_regions(firth_client *c, const char *name, const char *dynamic)
+{
+    const char *keys[] = {"bucket.num", "table.partition.dynamic-creation"};
+    const char *vals[] = {"2", dynamic};
+    firth_table_def def = {
+        .table = name,
+        .schema_json = "{\"fields\": [{\"name\": \"id\", \"type\": \"BIGINT\", \"nullable\": "
+                       "false}, {\"name\": \"region\", \"type\": \"STRING\", \"nullable\": "
+                       "false}]}",
+        .partition_keys = "region",
+        .option_keys = keys,
+        .option_values = vals,
+        .noptions = 2,
+    };
+    firth_error err = {0};
+    OK(firth_create_table(c, &def, &err), err);
+}
+
+/* Another client drops a partition between this client's one-shot calls: the rows for it
+ * land in the partition created again, as they would without the description kept
+ * between calls; without dynamic creation, the call says the partition is missing. */
+static void test_dropped_partition(void **state)
+{
+    (void)state;
+    firth_error err = {0};
+    firth_client *other = client;
+    if (remote) OK(firth_open(target, &other, &err), err);
+    create_regions(client, "visits", "true");
+    int64_t n = 0, asked = remote ? table_info_requests() : 0;
+    for (int i = 0; i < 3; i++) {
+        firth_batch *b = region_rows(30 * i, 30);
+        OK(firth_produce(client, "visits", b, -1, 0, &n, &err), err);
+        firth_batch_free(b);
+        assert_int_equal(n, 30);
+    }
+    if (remote) assert_int_equal(table_info_requests() - asked, 1);
+    OK(firth_drop_partition(other, "visits", "region=us", false, &err), err);
+    firth_batch *b = region_rows(90, 30);
+    OK(firth_produce(client, "visits", b, -1, 0, &n, &err), err);
+    firth_batch_free(b);
+    assert_int_equal(n, 30);
+    assert_int_equal(count_rows("visits"), 90 - 30 + 30);
+
+    create_regions(client, "fixed", "false");
+    const char *regions[] = {"region=eu", "region=us", "region=apac"};
+    for (int i = 0; i < 3; i++) OK(firth_add_partition(client, "fixed", regions[i], false, &err), err);
+    b = region_rows(0, 30);
+    OK(firth_produce(client, "fixed", b, -1, 0, &n, &err), err);
+    OK(firth_drop_partition(other, "fixed", "region=apac", false, &err), err);
+    assert_int_equal(firth_produce(client, "fixed", b, -1, 0, &n, &err), FIRTH_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "region=apac"));
+    firth_batch_free(b);
+    if (other != client) firth_close(other);
+}
+
 /* Threads sharing one client make one-shot calls at once, the first of them racing to
  * describe the table: every row lands once, and (remote) the table is described at most
  * once per thread. */
@@ -1002,6 +1078,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_idempotent_produce, setup, teardown),
     cmocka_unit_test_setup_teardown(test_recreated_table, setup, teardown),
     cmocka_unit_test_setup_teardown(test_shared_client, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_dropped_partition, setup, teardown),
 };
 
 int main(void)
