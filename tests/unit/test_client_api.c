@@ -693,25 +693,52 @@ static void test_pk_writer_lookup(void **state)
     firth_scanner_close(sc);
 }
 
-/* ---- partitions ------------------------------------------------------------------------------- */
-
-static void test_partitions(void **state)
+/* n rows (id from, from + 1, ...; region eu, us, apac in turn) of a table partitioned by
+ * region. */
+static firth_batch *region_rows(int64_t from, int n)
 {
-    (void)state;
-    const char *keys[] = {"bucket.num"};
-    const char *vals[] = {"2"};
+    static const char *regions[] = {"eu", "us", "apac"};
+    fr_schema *schema = schema_of("id BIGINT NOT NULL, region STRING NOT NULL");
+    fr_builder *bld = NULL;
+    fr_error e = {0};
+    assert_int_equal(fr_builder_new(schema, &bld, &e), 0);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(fr_builder_append_i64(bld, 0, from + i, &e), 0);
+        assert_int_equal(fr_builder_append_bytes(bld, 1, regions[i % 3],
+                                                 strlen(regions[i % 3]), &e), 0);
+    }
+    fr_batch *raw = NULL;
+    assert_int_equal(fr_builder_finish(bld, &raw, &e), 0);
+    fr_builder_free(bld);
+    fr_schema_free(schema);
+    return firth_batch_wrap(raw);
+}
+
+static void create_regions(firth_client *c, const char *name, const char *dynamic)
+{
+    const char *keys[] = {"bucket.num", "table.partition.dynamic-creation"};
+    const char *vals[] = {"2", dynamic};
     firth_table_def def = {
-        .table = "clicks",
+        .table = name,
         .schema_json = "{\"fields\": [{\"name\": \"id\", \"type\": \"BIGINT\", \"nullable\": "
                        "false}, {\"name\": \"region\", \"type\": \"STRING\", \"nullable\": "
                        "false}]}",
         .partition_keys = "region",
         .option_keys = keys,
         .option_values = vals,
-        .noptions = 1,
+        .noptions = 2,
     };
     firth_error err = {0};
-    OK(firth_create_table(client, &def, &err), err);
+    OK(firth_create_table(c, &def, &err), err);
+}
+
+/* ---- partitions ------------------------------------------------------------------------------- */
+
+static void test_partitions(void **state)
+{
+    (void)state;
+    firth_error err = {0};
+    create_regions(client, "clicks", "true");
     OK(firth_add_partition(client, "clicks", "region=eu", false, &err), err);
     assert_int_equal(firth_add_partition(client, "clicks", "region=eu", false, &err),
                      FIRTH_EEXIST);
@@ -720,21 +747,8 @@ static void test_partitions(void **state)
     OK(firth_scanner_subscribe(sc, NULL, -1, FIRTH_START_EARLIEST, 0, &err), err);
 
     /* The writer creates the partitions its rows name. */
-    fr_schema *schema = schema_of("id BIGINT NOT NULL, region STRING NOT NULL");
-    fr_builder *bld = NULL;
-    fr_error e = {0};
-    assert_int_equal(fr_builder_new(schema, &bld, &e), 0);
     const char *regions[] = {"eu", "us", "apac"};
-    for (int i = 0; i < 90; i++) {
-        assert_int_equal(fr_builder_append_i64(bld, 0, i, &e), 0);
-        assert_int_equal(fr_builder_append_bytes(bld, 1, regions[i % 3],
-                                                 strlen(regions[i % 3]), &e), 0);
-    }
-    fr_batch *raw = NULL;
-    assert_int_equal(fr_builder_finish(bld, &raw, &e), 0);
-    fr_builder_free(bld);
-    fr_schema_free(schema);
-    firth_batch *b = firth_batch_wrap(raw);
+    firth_batch *b = region_rows(0, 90);
     firth_writer *w = NULL;
     OK(firth_writer_open(client, "clicks", NULL, &w, &err), err);
     OK(firth_writer_append(w, b, NULL, &err), err);
@@ -944,45 +958,6 @@ static void test_recreated_table(void **state)
                      FIRTH_ENOTFOUND);
     firth_batch_free(b);
     if (other != client) firth_close(other);
-}
-
-/* n rows (id from, from + 1, ...; region eu, us, apac in turn) of a table partitioned by
- * region. */
-static firth_batch *region_rows(int64_t from, int n)
-{
-    static const char *regions[] = {"eu", "us", "apac"};
-    fr_schema *schema = schema_of("id BIGINT NOT NULL, region STRING NOT NULL");
-    fr_builder *bld = NULL;
-    fr_error e = {0};
-    assert_int_equal(fr_builder_new(schema, &bld, &e), 0);
-    for (int i = 0; i < n; i++) {
-        assert_int_equal(fr_builder_append_i64(bld, 0, from + i, &e), 0);
-        assert_int_equal(fr_builder_append_bytes(bld, 1, regions[i % 3],
-                                                 strlen(regions[i % 3]), &e), 0);
-    }
-    fr_batch *raw = NULL;
-    assert_int_equal(fr_builder_finish(bld, &raw, &e), 0);
-    fr_builder_free(bld);
-    fr_schema_free(schema);
-    return firth_batch_wrap(raw);
-}
-
-static void create_regions(firth_client *c, const char *name, const char *dynamic)
-{
-    const char *keys[] = {"bucket.num", "table.partition.dynamic-creation"};
-    const char *vals[] = {"2", dynamic};
-    firth_table_def def = {
-        .table = name,
-        .schema_json = "{\"fields\": [{\"name\": \"id\", \"type\": \"BIGINT\", \"nullable\": "
-                       "false}, {\"name\": \"region\", \"type\": \"STRING\", \"nullable\": "
-                       "false}]}",
-        .partition_keys = "region",
-        .option_keys = keys,
-        .option_values = vals,
-        .noptions = 2,
-    };
-    firth_error err = {0};
-    OK(firth_create_table(c, &def, &err), err);
 }
 
 /* Another client drops a partition between this client's one-shot calls: the rows for it
