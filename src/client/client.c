@@ -346,7 +346,7 @@ static int remote_write(firth_client *c, const char *table, const fr_batch *b,
         if (rc == 0)
             rc = remote_write_on(t, b, ops, targets_text, put, writer_id, seq, count,
                                  &untouched, &e);
-        if (rc < 0 && cached) fr_ctable_forget(t);
+        if (rc < 0 && t) fr_ctable_forget(t);
         fr_ctable_put(t);
         if (rc == 0 || !cached || !untouched) break;
         e = (fr_error){0};

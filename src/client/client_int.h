@@ -244,7 +244,7 @@ int fr_remote_execute(firth_client *c, const char *sql, const firth_sink *sink,
 int fr_remote_table_info(firth_client *c, const char *table, char **json, firth_error *err);
 /* Appends (log tables) or puts (primary-key tables, ops, target columns) the rows of b into
  * t, split by partition and bucket, under (writer_id, seq) for every bucket. *count gets the
- * rows appended or the keys changed. On failure, *untouched (may be NULL) says whether the
+ * rows appended or the keys changed. On failure, *untouched says whether the
  * server surely applied none of it: the failure came before the first request, or the
  * server refused that request whole because the table is not found (or not t->id). */
 int fr_remote_write(fr_ctable *t, const fr_batch *b, const uint8_t *ops, const int *targets,

@@ -545,8 +545,11 @@ static int resend_dropped(fr_ctable *t, fr_rput *units, int nunits, const int *t
             from = fr_calloc((size_t)nunits, sizeof *from);
             if (!again || !from) FR_GOTO(fr_fail(err, FR_ENOMEM, "out of memory resending"));
         }
-        int64_t id;
-        int r = fr_ctable_partition_renew(t, units[i].partition_id, &id, &units[i].err);
+        /* The buckets of one partition share its new id: one renewal each. */
+        int k = 0, r = FR_OK;
+        while (k < n && units[from[k]].partition_id != units[i].partition_id) k++;
+        int64_t id = k < n ? again[k].partition_id : -1;
+        if (k == n) r = fr_ctable_partition_renew(t, units[i].partition_id, &id, &units[i].err);
         if (r < 0) {
             units[i].status = r; /* with the error that says why */
             continue;
@@ -573,8 +576,6 @@ int fr_remote_write(fr_ctable *t, const fr_batch *b, const uint8_t *ops, const i
                     int ntargets, int64_t writer_id, int32_t seq, int64_t *count,
                     bool *untouched, fr_error *err)
 {
-    bool sink;
-    if (!untouched) untouched = &sink;
     *untouched = true;
     *count = 0;
     FR_TRY(fr_remote_check_batch(t, b, err));
