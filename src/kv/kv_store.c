@@ -12,7 +12,8 @@
 
 #include "kv/kv_int.h"
 
-enum { KV_INFO_LOG_WARN = 2 };
+/* Values of RocksDB's C++ enums that the C API takes as plain ints. */
+enum { KV_INFO_LOG_WARN = 2, KV_READ_TIER_MEMTABLE = 3 };
 
 void kv_meta_encode(uint8_t out[KV_META_VALUE_LEN], int64_t applied, int64_t nkeys)
 {
@@ -151,6 +152,9 @@ static int kv_make_options(fr_kv *kv, fr_error *err)
     kv->wopts = rocksdb_writeoptions_create();
     rocksdb_writeoptions_disable_WAL(kv->wopts, 1);
     kv->ropts = rocksdb_readoptions_create();
+    kv->mem_ropts = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_read_tier(kv->mem_ropts, KV_READ_TIER_MEMTABLE);
+    rocksdb_readoptions_set_pin_data(kv->mem_ropts, 1);
     return FR_OK;
 }
 
@@ -356,6 +360,7 @@ static void kv_destroy(fr_kv *kv)
     if (kv->opts) rocksdb_options_destroy(kv->opts);
     if (kv->wopts) rocksdb_writeoptions_destroy(kv->wopts);
     if (kv->ropts) rocksdb_readoptions_destroy(kv->ropts);
+    if (kv->mem_ropts) rocksdb_readoptions_destroy(kv->mem_ropts);
     fr_buf_free(&kv->enc);
     if (kv->delims)
         for (int c = 0; c < kv->ncols; c++) fr_free(kv->delims[c]);

@@ -846,6 +846,95 @@ static void test_reads_during_writes(void **state)
     kt_bucket_free(b);
 }
 
+/* ---- where a write finds the stored rows ------------------------------------------------ */
+
+#define WALK_KEYS 1200
+#define WALK_BATCH 200
+
+/* The rows of keys: name and score per key, name NULL when absent. */
+typedef struct walk_model {
+    const char *name[WALK_KEYS];
+    int score[WALK_KEYS];
+} walk_model;
+
+/* One write of keys (upserts of name/score, or deletes when name is NULL) with the exact
+ * changelog the model expects, in input order. */
+static void walk_write(kt_bucket *b, walk_model *m, const int *keys, int n, const char *name,
+                       int score)
+{
+    char rows[WALK_BATCH][48], ops[WALK_BATCH + 1];
+    const char *texts[WALK_BATCH] = { 0 };
+    kt_lines want = { 0 };
+    char line[64];
+    for (int i = 0; i < n; i++) {
+        int k = keys[i];
+        const char *old = m->name[k];
+        snprintf(rows[i], sizeof rows[i], name ? "%d|%s|%d" : "%d|NULL|NULL", k, name, score);
+        texts[i] = rows[i];
+        ops[i] = name ? 'u' : 'd';
+        if (old) {
+            snprintf(line, sizeof line, "%s %d|%s|%d", name ? "-U" : "-D", k, old, m->score[k]);
+            kt_lines_add(&want, line);
+        }
+        if (name) {
+            snprintf(line, sizeof line, "%s %s", old ? "+U" : "+I", rows[i]);
+            kt_lines_add(&want, line);
+        }
+        m->name[k] = name;
+        m->score[k] = score;
+    }
+    ops[n] = 0;
+    int64_t from = fr_log_end_offset(b->log);
+    kt_write(b, n, texts, ops);
+    kt_lines got = kt_changes(b, from);
+    kt_expect_lines("changelog", &got, want.n, (const char *const *)want.v);
+    kt_lines_free(&want);
+}
+
+/* The keys lo <= k < hi with k % every == rem, written in batches of WALK_BATCH. */
+static void walk_range(kt_bucket *b, walk_model *m, int lo, int hi, int every, int rem,
+                       const char *name, int score)
+{
+    int keys[WALK_BATCH], n = 0;
+    for (int k = lo; k < hi; k++) {
+        if (k % every != rem) continue;
+        keys[n++] = k;
+        if (n == WALK_BATCH) {
+            walk_write(b, m, keys, n, name, score);
+            n = 0;
+        }
+    }
+    if (n) walk_write(b, m, keys, n, name, score);
+}
+
+/* A write reads the rows it replaces by walking the memtable in key order, and from the
+ * files (MultiGet) what the walk does not settle: rows in files only, rows in the memtable
+ * over older ones in files, deletions in the memtable over rows in files, keys never
+ * written, neighbouring keys and keys scattered so far apart that the walk gives up. Every
+ * changelog record must carry the right old row. */
+static void test_reads_across_memtable_and_files(void **state)
+{
+    (void)state;
+    kt_bucket *b = simple_bucket("kv-walk");
+    kt_open(b);
+    static walk_model m;
+    memset(&m, 0, sizeof m);
+    fr_error err;
+    walk_range(b, &m, 0, 600, 1, 0, "f", 1);
+    assert_int_equal(fr_kv_flush(b->kv, &err), 0);
+    walk_range(b, &m, 0, 600, 2, 0, "m", 2);   /* over the files */
+    walk_range(b, &m, 0, 600, 3, 0, NULL, 0);  /* deletions: over files and memtable */
+    walk_range(b, &m, 600, 1200, 10, 1, "n", 3); /* new keys, memtable only */
+    walk_range(b, &m, 0, 1200, 7, 3, "a", 4);  /* every 7th key: a few steps apart */
+    /* every key once, in a scattered order: 1200 keys in six writes */
+    int keys[WALK_KEYS];
+    for (int i = 0; i < WALK_KEYS; i++) keys[i] = (i * 389) % WALK_KEYS; /* 389 is prime */
+    for (int at = 0; at < WALK_KEYS; at += WALK_BATCH)
+        walk_write(b, &m, keys + at, WALK_BATCH, "z", 5);
+    assert_int_equal(fr_kv_num_keys(b->kv), WALK_KEYS);
+    kt_bucket_free(b);
+}
+
 /* ---- allocation failures ------------------------------------------------------------------- */
 
 /* Each attempt n writes key 1 = v<n>, a new key 100 + n, and deletes key 2 (once). Whatever
@@ -937,6 +1026,7 @@ int main(void)
         cmocka_unit_test(test_recovery_from_log_only),
         cmocka_unit_test(test_recovery_state_ahead_of_log),
         cmocka_unit_test(test_reads_during_writes),
+        cmocka_unit_test(test_reads_across_memtable_and_files),
         cmocka_unit_test(test_allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
