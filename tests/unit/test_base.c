@@ -324,6 +324,26 @@ static void test_crc32c(void **state)
     assert_int_equal(fr_crc32c_portable(0, buf, 32), 0x46DD794Eu);
 }
 
+/* Long buffers go through three lanes joined by the zero-byte tables (8 KiB lanes, then
+ * 256-byte ones): every length around the lanes' edges, at every alignment, must give the
+ * portable result. */
+static void test_crc32c_long(void **state)
+{
+    (void)state;
+    enum { MAX = 3 * 8192 * 2 + 3 * 256 + 64 };
+    uint8_t *data = malloc(MAX + 8);
+    assert_non_null(data);
+    for (size_t i = 0; i < MAX + 8; i++) data[i] = (uint8_t)(i * 131 + (i >> 7));
+    const size_t edges[] = { 3 * 256, 3 * 8192, 2 * 3 * 8192, 3 * 8192 + 3 * 256 };
+    for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++)
+        for (size_t n = edges[e] - 9; n <= edges[e] + 9 && n <= MAX; n++)
+            for (size_t off = 0; off < 8; off += 3)
+                assert_int_equal(fr_crc32c(0x1234u, data + off, n),
+                                 fr_crc32c_portable(0x1234u, data + off, n));
+    assert_int_equal(fr_crc32c(0, data, MAX), fr_crc32c_portable(0, data, MAX));
+    free(data);
+}
+
 static void test_crc32c_incremental_and_unaligned(void **state)
 {
     (void)state;
@@ -944,6 +964,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_arena),
         cmocka_unit_test(test_arena_alloc_failure),
         cmocka_unit_test(test_crc32c),
+        cmocka_unit_test(test_crc32c_long),
         cmocka_unit_test(test_crc32c_incremental_and_unaligned),
         cmocka_unit_test(test_murmur3),
         cmocka_unit_test(test_varint),
