@@ -327,6 +327,7 @@ typedef struct fr_bucket_stats {
     bool has_log;
     int64_t log_start_offset, log_end_offset; /* -1 without a log */
     int64_t log_bytes;
+    fr_log_fsync_stats fsync; /* the log's fdatasyncs since it was opened */
     bool has_kv;
     int64_t kv_bytes, kv_keys;                /* fr_kv_size_bytes, fr_kv_num_keys */
     int64_t kv_applied_offset;                /* fr_kv_applied_offset, -1 without a store */

@@ -188,6 +188,7 @@ int fr_table_bucket_stats(fr_table *t, int64_t partition_id, int bucket, fr_buck
         out->log_start_offset = fr_log_start_offset(log);
         out->log_end_offset = fr_log_end_offset(log);
         out->log_bytes = fr_log_size_bytes(log);
+        fr_log_fsync_stats_add(log, &out->fsync);
     }
     if (t->conf.npk > 0) {
         /* Only a store that is open: opening RocksDB is not a metric's job. */

@@ -78,6 +78,8 @@ int fr_log_open(const char *dir, const fr_log_options *opts, fr_log **out, fr_er
     pthread_mutex_init(&log->mu, NULL);
     pthread_cond_init(&log->flush_cond, NULL);
     atomic_init(&log->fsyncs, 0);
+    atomic_init(&log->fsync_us, 0);
+    for (int b = 0; b < FR_LOG_FSYNC_BUCKETS; b++) atomic_init(&log->fsync_hist[b], 0);
     log->opts = *opts;
     log->dir = fr_strdup(dir);
     log->name = fr_strdup(opts->name ? opts->name : dir);
@@ -99,6 +101,36 @@ fail:
 
 /* ---- durability ------------------------------------------------------------------------- */
 
+const int64_t fr_log_fsync_bounds_us[FR_LOG_FSYNC_BUCKETS - 1] = {
+    100, 250, 500, 1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000,
+};
+
+/* fdatasync(fd), counted and timed into the log's figures. */
+static int log_fdatasync(fr_log *log, int fd)
+{
+    int64_t t0 = fr_monotonic_ns();
+    int rc = fdatasync(fd);
+    int e = errno;
+    int64_t us = (fr_monotonic_ns() - t0) / 1000;
+    int b = 0;
+    while (b < FR_LOG_FSYNC_BUCKETS - 1 && us > fr_log_fsync_bounds_us[b]) b++;
+    atomic_fetch_add_explicit(&log->fsync_hist[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&log->fsync_us, us, memory_order_relaxed);
+    atomic_fetch_add(&log->fsyncs, 1);
+    errno = e;
+    return rc;
+}
+
+void fr_log_fsync_stats_add(fr_log *log, fr_log_fsync_stats *acc)
+{
+    for (int b = 0; b < FR_LOG_FSYNC_BUCKETS; b++) {
+        int64_t n = atomic_load_explicit(&log->fsync_hist[b], memory_order_relaxed);
+        acc->buckets[b] += n;
+        acc->count += n;
+    }
+    acc->sum_us += atomic_load_explicit(&log->fsync_us, memory_order_relaxed);
+}
+
 /* Runs one fdatasync of the active segment with mu released, covering every batch written
  * before it starts. Called and returns with mu held; the caller saw !flushing. */
 static void flush_as_leader(fr_log *log)
@@ -111,10 +143,9 @@ static void flush_as_leader(fr_log *log)
     /* A roll may seal (close) the segment's files while the fsync runs: use a dup. */
     int fd = dup(seg->log_fd);
     pthread_mutex_unlock(&log->mu);
-    int rc = fd >= 0 ? fdatasync(fd) : -1;
+    int rc = fd >= 0 ? log_fdatasync(log, fd) : -1;
     int e = errno;
     if (fd >= 0) close(fd);
-    atomic_fetch_add(&log->fsyncs, 1);
     pthread_mutex_lock(&log->mu);
     log->flushing = false;
     if (rc != 0) {
@@ -231,8 +262,7 @@ int log_push_segment(fr_log *log, log_segment *seg, fr_error *err)
 static int roll(fr_log *log, fr_error *err)
 {
     log_segment *old = log->segs[log->nsegs - 1];
-    int rc = fdatasync(old->log_fd);
-    atomic_fetch_add(&log->fsyncs, 1);
+    int rc = log_fdatasync(log, old->log_fd);
     if (rc != 0) {
         int e = errno;
         pthread_mutex_lock(&log->mu);

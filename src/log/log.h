@@ -131,6 +131,20 @@ int fr_log_flush(fr_log *log, fr_error *err);
 /* The number of fdatasync calls made on segment files since open (for tests and metrics). */
 int64_t fr_log_fsync_count(fr_log *log);
 
+/* How long those fdatasyncs took: a count per duration bucket (the upper bounds, in
+ * microseconds, are fr_log_fsync_bounds_us; the last bucket counts the longer ones), their
+ * number and the sum of their durations. An append under FR_FLUSH_EVERY_APPEND waits for up
+ * to two of them, so these are the first place to look when acknowledgements are slow. */
+#define FR_LOG_FSYNC_BUCKETS 12
+extern const int64_t fr_log_fsync_bounds_us[FR_LOG_FSYNC_BUCKETS - 1];
+typedef struct fr_log_fsync_stats {
+    int64_t count, sum_us;
+    int64_t buckets[FR_LOG_FSYNC_BUCKETS];
+} fr_log_fsync_stats;
+/* Adds the log's figures since open to *acc, so that a caller can sum several logs.
+ * Thread: any (each figure is read on its own, not all at one instant). */
+void fr_log_fsync_stats_add(fr_log *log, fr_log_fsync_stats *acc);
+
 /* Appends one encoded record batch (see fr_rb_encode). Assigns the base offset and the
  * commit timestamp (never lower than the previous batch's), writes, and returns once the
  * batch is durable under the flush policy. The base offset and commit timestamp are written

@@ -1,8 +1,8 @@
 /* server_metrics.c — the server's counters and their Prometheus text exposition (format
  * 0.0.4): requests, errors and latency per api, bytes in and out, connections, parked
  * fetches, per-table append and fetch counters, and, read from the engine at scrape time,
- * every bucket's log offsets and size, every open KV store's size, and the tiering lag of
- * every lake-enabled table.
+ * every bucket's log offsets and size, each table's log fsync durations, every open KV
+ * store's size, and the tiering lag of every lake-enabled table.
  *
  * Every counter is an atomic updated without a lock by whichever thread does the work; a
  * table's counters live in a slot claimed once (by compare-and-swap) and never freed, so
@@ -202,6 +202,9 @@ static int label_value(fr_buf *out, const char *s, fr_error *err)
 typedef struct bucket_lines {
     fr_buf offsets_end, offsets_start, log_bytes, kv_bytes, kv_keys;
     fr_buf lake_records, lake_seconds;
+    fr_buf fsync;              /* the histogram's lines, a table after another */
+    fr_log_fsync_stats tfsync; /* the table being read: its buckets' fsyncs summed */
+    bool tlog;                 /* the table being read has a log */
 } bucket_lines;
 
 static int bucket_labels(fr_buf *b, const char *metric, fr_table *t, const char *part,
@@ -211,6 +214,13 @@ static int bucket_labels(fr_buf *b, const char *metric, fr_table *t, const char 
                          fr_table_db(t), fr_table_name(t)));
     FR_TRY(label_value(b, part, err));
     return fr_buf_printf(b, err, "\",bucket=\"%d\"}", bucket);
+}
+
+static void fsync_sum(fr_log_fsync_stats *acc, const fr_log_fsync_stats *x)
+{
+    acc->count += x->count;
+    acc->sum_us += x->sum_us;
+    for (int k = 0; k < FR_LOG_FSYNC_BUCKETS; k++) acc->buckets[k] += x->buckets[k];
 }
 
 static int table_buckets(fr_table *t, int64_t pid, const char *part, bucket_lines *l,
@@ -227,6 +237,8 @@ static int table_buckets(fr_table *t, int64_t pid, const char *part, bucket_line
             FR_TRY(fr_buf_printf(&l->offsets_start, err, " %" PRId64 "\n", st.log_start_offset));
             FR_TRY(bucket_labels(&l->log_bytes, "firth_log_size_bytes", t, part, b, err));
             FR_TRY(fr_buf_printf(&l->log_bytes, err, " %" PRId64 "\n", st.log_bytes));
+            l->tlog = true;
+            fsync_sum(&l->tfsync, &st.fsync);
         }
         if (st.has_kv) {
             FR_TRY(bucket_labels(&l->kv_bytes, "firth_kv_size_bytes", t, part, b, err));
@@ -253,6 +265,26 @@ static int table_lake(fr_table *t, bucket_lines *l, fr_error *err)
                          fr_table_db(t), fr_table_name(t), (double)st.lag_ms / 1e3);
 }
 
+/* The fsyncs of a table's logs (every bucket of every partition) as one histogram. */
+static int table_fsync(fr_table *t, const fr_log_fsync_stats *f, fr_buf *out, fr_error *err)
+{
+    const char *m = "firth_log_fsync_duration_seconds";
+    int64_t cum = 0;
+    for (int k = 0; k < FR_LOG_FSYNC_BUCKETS; k++) {
+        cum += f->buckets[k];
+        FR_TRY(fr_buf_printf(out, err, "%s_bucket{database=\"%s\",table=\"%s\",le=\"", m,
+                             fr_table_db(t), fr_table_name(t)));
+        if (k < FR_LOG_FSYNC_BUCKETS - 1)
+            FR_TRY(fr_buf_printf(out, err, "%g", (double)fr_log_fsync_bounds_us[k] / 1e6));
+        else FR_TRY(fr_buf_printf(out, err, "+Inf"));
+        FR_TRY(fr_buf_printf(out, err, "\"} %" PRId64 "\n", cum));
+    }
+    FR_TRY(fr_buf_printf(out, err, "%s_sum{database=\"%s\",table=\"%s\"} %.6f\n", m,
+                         fr_table_db(t), fr_table_name(t), (double)f->sum_us / 1e6));
+    return fr_buf_printf(out, err, "%s_count{database=\"%s\",table=\"%s\"} %" PRId64 "\n", m,
+                         fr_table_db(t), fr_table_name(t), f->count);
+}
+
 static int one_table(fr_engine *e, const char *db, const char *name, bucket_lines *l,
                      fr_error *err)
 {
@@ -261,6 +293,8 @@ static int one_table(fr_engine *e, const char *db, const char *name, bucket_line
     if (fr_engine_get_table(e, db, name, &t, &terr) < 0) return FR_OK; /* dropped meanwhile */
     int npart = 0;
     fr_table_partition_keys(t, &npart);
+    l->tfsync = (fr_log_fsync_stats){0};
+    l->tlog = false;
     int rc = FR_OK;
     if (npart == 0) {
         rc = table_buckets(t, -1, "", l, err);
@@ -272,6 +306,7 @@ static int one_table(fr_engine *e, const char *db, const char *name, bucket_line
             rc = table_buckets(t, parts[i].id, parts[i].name, l, err);
         fr_partitions_free(parts, n);
     }
+    if (rc == FR_OK && l->tlog) rc = table_fsync(t, &l->tfsync, &l->fsync, err);
     if (rc == FR_OK && fr_table_lake_enabled(t)) rc = table_lake(t, l, err);
     fr_table_release(t);
     return rc;
@@ -287,6 +322,7 @@ static int render_engine(fr_engine *e, fr_buf *out, fr_error *err)
     fr_buf_init(&l.kv_keys);
     fr_buf_init(&l.lake_records);
     fr_buf_init(&l.lake_seconds);
+    fr_buf_init(&l.fsync);
     char **dbs = NULL;
     int ndbs = 0;
     int rc = fr_engine_list_databases(e, &dbs, &ndbs, err);
@@ -321,6 +357,12 @@ static int render_engine(fr_engine *e, fr_buf *out, fr_error *err)
         if (rc == FR_OK && groups[g].lines->len > 0)
             rc = fr_buf_append(out, groups[g].lines->data, groups[g].lines->len, err);
     }
+    if (rc == FR_OK)
+        rc = header(out, "firth_log_fsync_duration_seconds", "histogram",
+                    "How long the fdatasyncs of a table's log segments took, every bucket "
+                    "together, since their logs were opened.", err);
+    if (rc == FR_OK && l.fsync.len > 0) rc = fr_buf_append(out, l.fsync.data, l.fsync.len, err);
+    fr_buf_free(&l.fsync);
     fr_buf_free(&l.offsets_end);
     fr_buf_free(&l.offsets_start);
     fr_buf_free(&l.log_bytes);

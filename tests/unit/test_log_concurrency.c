@@ -103,6 +103,16 @@ static void test_concurrent_appenders(void **state)
            (long long)fsyncs, fr_log_num_segments(log));
     assert_true(fsyncs > 0);
     assert_true(fsyncs < appends);
+    /* Each of those fsyncs is timed into exactly one duration bucket. */
+    fr_log_fsync_stats fs = { 0 };
+    fr_log_fsync_stats_add(log, &fs);
+    assert_int_equal(fs.count, fsyncs);
+    int64_t in_buckets = 0;
+    for (int b = 0; b < FR_LOG_FSYNC_BUCKETS; b++) in_buckets += fs.buckets[b];
+    assert_int_equal(in_buckets, fsyncs);
+    assert_true(fs.sum_us >= 0);
+    fr_log_fsync_stats_add(log, &fs); /* it adds: a second log's figures go on top */
+    assert_int_equal(fs.count, 2 * fsyncs);
     lt_rows rows = { 0 };
     fr_error err;
     assert_int_equal(lt_read(log, s, 0, NULL, 0, NULL, &rows, NULL, &err), 0);

@@ -1172,6 +1172,17 @@ static void test_http(void **state)
                               "table=\"m\""));
     assert_non_null(strstr(m, "firth_connections 1\n"));
     assert_non_null(strstr(m, "firth_received_bytes_total"));
+    /* The table's fsync histogram (this server runs with log.flush none, so it may count
+     * none; the log's tests check the counting): its +Inf bucket holds every one. */
+    assert_non_null(strstr(m, "# TYPE firth_log_fsync_duration_seconds histogram\n"));
+    const char *count = "firth_log_fsync_duration_seconds_count{database=\"default\",table=\"m\"} ";
+    const char *inf = "firth_log_fsync_duration_seconds_bucket{database=\"default\",table=\"m\","
+                      "le=\"+Inf\"} ";
+    const char *c = strstr(m, count), *i = strstr(m, inf);
+    assert_non_null(c);
+    assert_non_null(i);
+    assert_int_equal(strtol(i + strlen(inf), NULL, 10), strtol(c + strlen(count), NULL, 10));
+    assert_non_null(strstr(m, "firth_log_fsync_duration_seconds_sum{database=\"default\",table=\"m\"} "));
     fr_free(m);
     char *nf = kit_http_get(http, "/nope");
     assert_non_null(strstr(nf, "404"));
