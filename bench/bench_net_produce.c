@@ -23,6 +23,7 @@
 #include "client/client_bridge.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -37,6 +38,7 @@
 #define NP_DRAIN_NS 10000000000       /* how long the consumer may lag at the end */
 #define NP_RING 128                   /* distinct latency batches per producer (~8.6 MB) */
 #define NP_FSYNC_PROBES 200           /* write + fdatasync latencies of the disk, per codec */
+#define NP_SLOW_FSYNC_MS 8.0          /* a server fsync above this is counted as slow */
 
 typedef struct np_config {
     const char *connect; /* HOST:PORT of the server */
@@ -52,6 +54,7 @@ typedef struct np_config {
     int64_t buckets;
     int64_t seed;
     int64_t server_pid;
+    const char *server_http; /* HOST:PORT of the server's HTTP listener, or NULL */
     int64_t linger_ms;          /* the writers' linger.ms */
     int64_t writer_batch_bytes; /* the writers' batch.size */
     int64_t writer_buffer_bytes; /* the writers' buffer: rows queued unsent, at most */
@@ -91,6 +94,11 @@ typedef struct np_lat {
     double e2e_p50_ms, e2e_p99_ms, e2e_max_ms;
     double ack_p50_ms, ack_p99_ms;
     double disk_p50_ms, disk_p99_ms; /* write + fdatasync of one batch's bytes, just before */
+    /* The server's fdatasyncs of the table's logs during the run (from its /metrics, with
+     * --server-http; srv_fsyncs -1 otherwise): how many, the upper bounds of the buckets
+     * holding their p50 and p99, and how many took over NP_SLOW_FSYNC_MS. */
+    int64_t srv_fsyncs, srv_fsync_slow;
+    double srv_fsync_p50_ms, srv_fsync_p99_ms;
 } np_lat;
 
 /* What the threads of one run share. */
@@ -508,16 +516,46 @@ static int np_consumer_finish(np_consumer *c, pthread_t tid, int64_t rows, fr_er
     return 0;
 }
 
+/* The table's fsync histogram on the server, when its HTTP address is known. */
+static int np_fsync_hist(const np_config *cfg, const char *name, bk_fsync_hist *out,
+                         fr_error *err)
+{
+    char *text = NULL;
+    FR_TRY(bk_http_get(cfg->server_http, "/metrics", &text, err));
+    int rc = bk_fsync_hist_parse(text, "bench_net", name, out, err);
+    fr_free(text);
+    return rc;
+}
+
+/* The server's fsyncs between two readings of the histogram, into res. */
+static void np_fsync_figures(const bk_fsync_hist *a, const bk_fsync_hist *b, np_lat *res)
+{
+    int n = b->n;
+    int64_t base = a->n == n ? a->cum[n - 1] : 0, upto_slow = 0;
+    for (int k = 0; k < n && b->le_ms[k] <= NP_SLOW_FSYNC_MS; k++)
+        upto_slow = b->cum[k] - (a->n == n ? a->cum[k] : 0);
+    res->srv_fsyncs = b->cum[n - 1] - base;
+    res->srv_fsync_slow = res->srv_fsyncs - upto_slow;
+    res->srv_fsync_p50_ms = bk_fsync_hist_quantile(a, b, 0.50);
+    res->srv_fsync_p99_ms = bk_fsync_hist_quantile(a, b, 0.99);
+}
+
 /* One latency run at rate_mb_s logical MB/s into a fresh table, dropped afterwards. */
 static int np_run_latency(np_env *env, const char *codec, double rate_mb_s, np_lat *res,
                           fr_error *err)
 {
     const np_config *cfg = env->cfg;
     char name[64], qname[96];
+    res->srv_fsyncs = -1;
     np_table_name(name, sizeof name, "latency", codec, 0);
     snprintf(qname, sizeof qname, "bench_net.%s", name);
     FR_TRY(bk_remote_table_create(env->admin, "bench_net", name, -1, (int)cfg->buckets, codec,
                                   NULL, 0, err));
+    bk_fsync_hist fs_before = {0}, fs_after = {0};
+    fr_error ferr = {0}; /* the fsync figures are a diagnostic: the run counts without them */
+    /* A table not yet written to has no log, and so no histogram yet: none counted. */
+    int hrc = cfg->server_http ? np_fsync_hist(cfg, name, &fs_before, &ferr) : FR_EINVAL;
+    bool fsyncs = hrc == 0 || hrc == FR_ENOTFOUND;
     np_shared sh = {.env = env, .table = qname};
     /* Each producer makes one call per period: producers * batch / period = the rate. */
     sh.period_ns = (int64_t)((double)cfg->producers * (double)env->lat_batch_logical /
@@ -564,6 +602,10 @@ static int np_run_latency(np_env *env, const char *codec, double rate_mb_s, np_l
         res->ack_p50_ms = bk_quantile(acks, (int)res->appends, 0.50);
         res->ack_p99_ms = bk_quantile(acks, (int)res->appends, 0.99);
     }
+    if (rc == 0 && fsyncs) fsyncs = np_fsync_hist(cfg, name, &fs_after, &ferr) == 0;
+    if (rc == 0 && fsyncs) np_fsync_figures(&fs_before, &fs_after, res);
+    else if (rc == 0 && cfg->server_http)
+        fprintf(stderr, "bench: no fsync figures from %s: %s\n", cfg->server_http, ferr.msg);
     np_producers_close(p, (int)cfg->producers);
     firth_close(c.client);
     pthread_mutex_destroy(&sh.lock);
@@ -582,7 +624,8 @@ static void np_usage(void)
             "usage: bench_net_produce --connect HOST:PORT --dir SCRATCH_DIR [--out FILE.json]\n"
             "          [--mb MIB] [--reps N] [--producers N] [--batch-rows N]\n"
             "          [--latency-batch-rows N] [--latency-ms MS] [--buckets N] [--seed N]\n"
-            "          [--codec NAME]... [--server-pid PID] [--skip-disk]\n"
+            "          [--codec NAME]... [--server-pid PID] [--server-http HOST:PORT]\n"
+            "          [--skip-disk]\n"
             "          [--api writer|produce] [--linger-ms MS] [--writer-batch-bytes N]\n"
             "          [--writer-buffer-bytes N] [--consumer-columns all|stamp]\n"
             "          [--latency-rate-kb KB_PER_S]\n"
@@ -592,7 +635,9 @@ static void np_usage(void)
             "  then end-to-end latency to a long-polling consumer at half the throughput.\n"
             "  --codec may be repeated (default: ZSTD and NONE). --latency-rate-kb paces\n"
             "  the latency run at that many logical kB/s instead, to compare builds at one\n"
-            "  rate (no maximum is measured and no end-to-end target reported then).\n");
+            "  rate (no maximum is measured and no end-to-end target reported then).\n"
+            "  --server-http names the server's HTTP listener: its fsync histogram\n"
+            "  (/metrics) is read around each latency run and reported beside it.\n");
 }
 
 static int np_parse_args(int argc, char **argv, np_config *cfg, fr_error *err)
@@ -622,6 +667,7 @@ static int np_parse_args(int argc, char **argv, np_config *cfg, fr_error *err)
             FR_TRY(bk_arg_i64(a, v, 100, 3600000, &cfg->latency_ms, err));
         else if (!strcmp(a, "--buckets")) FR_TRY(bk_arg_i64(a, v, 1, 1024, &cfg->buckets, err));
         else if (!strcmp(a, "--seed")) FR_TRY(bk_arg_i64(a, v, 0, INT64_MAX, &cfg->seed, err));
+        else if (!strcmp(a, "--server-http")) cfg->server_http = v;
         else if (!strcmp(a, "--server-pid"))
             FR_TRY(bk_arg_i64(a, v, 0, INT32_MAX, &cfg->server_pid, err));
         else if (!strcmp(a, "--linger-ms"))
@@ -762,19 +808,30 @@ static json_t *np_max_json(const np_config *cfg, const char *codec, const np_max
                      "logical_mb_per_cpu_s", bk_median(per_cpu, reps));
 }
 
+/* The JSON of a latency run; the server's fsync figures, when read, as bucket bounds ("at
+ * most"), null past the last bound. */
 static json_t *np_lat_json(const np_lat *l)
 {
-    return json_pack("{s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f,"
-                     " s:f, s:f}",
-                     "max_logical_mb_per_s", l->max_mb_s, "target_logical_mb_per_s",
-                     l->target_mb_s, "achieved_logical_mb_per_s",
-                     l->achieved_mb_s, "seconds", l->seconds, "rows", (json_int_t)l->rows,
-                     "appends", (json_int_t)l->appends, "samples", (json_int_t)l->samples,
-                     "e2e_p50_ms", l->e2e_p50_ms, "e2e_p99_ms", l->e2e_p99_ms, "e2e_max_ms",
-                     l->e2e_max_ms, "ack_p50_ms", l->ack_p50_ms, "ack_p99_ms", l->ack_p99_ms,
-                     "client_cores", np_cores(l->cpu_seconds, l->seconds), "server_cores",
-                     np_cores(l->server_cpu_seconds, l->seconds), "disk_fsync_p50_ms",
-                     l->disk_p50_ms, "disk_fsync_p99_ms", l->disk_p99_ms);
+    json_t *j = json_pack(
+        "{s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+        "max_logical_mb_per_s", l->max_mb_s, "target_logical_mb_per_s", l->target_mb_s,
+        "achieved_logical_mb_per_s", l->achieved_mb_s, "seconds", l->seconds, "rows",
+        (json_int_t)l->rows, "appends", (json_int_t)l->appends, "samples",
+        (json_int_t)l->samples, "e2e_p50_ms", l->e2e_p50_ms, "e2e_p99_ms", l->e2e_p99_ms,
+        "e2e_max_ms", l->e2e_max_ms, "ack_p50_ms", l->ack_p50_ms, "ack_p99_ms", l->ack_p99_ms,
+        "client_cores", np_cores(l->cpu_seconds, l->seconds), "server_cores",
+        np_cores(l->server_cpu_seconds, l->seconds), "disk_fsync_p50_ms", l->disk_p50_ms,
+        "disk_fsync_p99_ms", l->disk_p99_ms);
+    if (j && l->srv_fsyncs >= 0) {
+        double p50 = l->srv_fsync_p50_ms, p99 = l->srv_fsync_p99_ms;
+        json_object_set_new(j, "server_fsyncs", json_integer(l->srv_fsyncs));
+        json_object_set_new(j, "server_fsyncs_over_8ms", json_integer(l->srv_fsync_slow));
+        json_object_set_new(j, "server_fsync_p50_ms_at_most",
+                            isinf(p50) ? json_null() : json_real(p50));
+        json_object_set_new(j, "server_fsync_p99_ms_at_most",
+                            isinf(p99) ? json_null() : json_real(p99));
+    }
+    return j;
 }
 
 /* "at most X MB/s", or that the maximum was not measured (--latency-rate-kb). */
@@ -805,6 +862,11 @@ static void np_print_codec(const char *codec, json_t *max, const np_lat *l, doub
            (long long)latency_rows, most, l->achieved_mb_s, l->target_mb_s, l->e2e_p50_ms,
            l->e2e_p99_ms, l->e2e_max_ms, (long long)l->samples, l->ack_p50_ms, l->ack_p99_ms,
            l->disk_p50_ms, l->disk_p99_ms);
+    if (l->srv_fsyncs >= 0)
+        printf("        the server's fdatasyncs of the table meanwhile: %lld, p50 <= %g ms,"
+               " p99 <= %g ms, %lld over %g ms\n",
+               (long long)l->srv_fsyncs, l->srv_fsync_p50_ms, l->srv_fsync_p99_ms,
+               (long long)l->srv_fsync_slow, NP_SLOW_FSYNC_MS);
 }
 
 static void np_targets(const np_config *cfg, const char *codec, double phys, double dd_med,

@@ -7,10 +7,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <math.h>
+#include <netdb.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/utsname.h>
@@ -596,4 +599,76 @@ int bk_fsync_latency(const char *dir, size_t bytes, int n, double *p50, double *
     fr_free(buf);
     fr_free(ms);
     return rc;
+}
+
+int bk_http_get(const char *hostport, const char *path, char **out, fr_error *err)
+{
+    *out = NULL;
+    char host[256];
+    const char *colon = strrchr(hostport, ':');
+    FR_CHECK(colon && (size_t)(colon - hostport) < sizeof host, FR_EINVAL, err,
+             "an HTTP address must be HOST:PORT, not '%s'", hostport);
+    memcpy(host, hostport, (size_t)(colon - hostport));
+    host[colon - hostport] = 0;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+    int g = getaddrinfo(host, colon + 1, &hints, &ai);
+    FR_CHECK(g == 0, FR_EIO, err, "cannot resolve %s: %s", hostport, gai_strerror(g));
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int rc = fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0
+                 ? FR_OK
+                 : fr_fail_errno(err, errno, "cannot connect to %s", hostport);
+    freeaddrinfo(ai);
+    fr_buf b;
+    fr_buf_init(&b);
+    if (rc == FR_OK) rc = fr_buf_printf(&b, err, "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path,
+                                        hostport);
+    if (rc == FR_OK && write(fd, b.data, b.len) != (ssize_t)b.len)
+        rc = fr_fail_errno(err, errno, "cannot send to %s", hostport);
+    fr_buf_reset(&b);
+    char chunk[16384];
+    ssize_t k = 0;
+    while (rc == FR_OK && (k = read(fd, chunk, sizeof chunk)) > 0)
+        rc = fr_buf_append(&b, chunk, (size_t)k, err);
+    if (rc == FR_OK && k < 0) rc = fr_fail_errno(err, errno, "cannot read from %s", hostport);
+    if (rc == FR_OK) rc = fr_buf_append(&b, "", 1, err);
+    if (fd >= 0) close(fd);
+    if (rc == FR_OK) *out = (char *)b.data;
+    else fr_buf_free(&b);
+    return rc;
+}
+
+int bk_fsync_hist_parse(const char *metrics, const char *db, const char *table,
+                        bk_fsync_hist *out, fr_error *err)
+{
+    char prefix[512];
+    snprintf(prefix, sizeof prefix,
+             "\nfirth_log_fsync_duration_seconds_bucket{database=\"%s\",table=\"%s\",le=\"", db,
+             table);
+    *out = (bk_fsync_hist){0};
+    for (const char *p = strstr(metrics, prefix); p; p = strstr(p, prefix)) {
+        p += strlen(prefix);
+        FR_CHECK(out->n < FR_LOG_FSYNC_BUCKETS, FR_ECORRUPT, err,
+                 "more fsync buckets than %d for %s.%s", FR_LOG_FSYNC_BUCKETS, db, table);
+        double le = strncmp(p, "+Inf", 4) == 0 ? INFINITY : strtod(p, NULL) * 1e3;
+        const char *v = strstr(p, "} ");
+        FR_CHECK(v, FR_ECORRUPT, err, "a bad fsync bucket line for %s.%s", db, table);
+        out->le_ms[out->n] = le;
+        out->cum[out->n++] = strtoll(v + 2, NULL, 10);
+    }
+    FR_CHECK(out->n > 0, FR_ENOTFOUND, err, "no fsync histogram for %s.%s in the metrics", db,
+             table);
+    return FR_OK;
+}
+
+double bk_fsync_hist_quantile(const bk_fsync_hist *before, const bk_fsync_hist *after,
+                              double q)
+{
+    int n = after->n;
+    int64_t total = after->cum[n - 1] - (before->n == n ? before->cum[n - 1] : 0);
+    if (total <= 0) return 0;
+    for (int k = 0; k < n; k++) {
+        int64_t c = after->cum[k] - (before->n == n ? before->cum[k] : 0);
+        if ((double)c >= q * (double)total) return after->le_ms[k];
+    }
+    return INFINITY;
 }

@@ -134,6 +134,25 @@ double bk_json_number(json_t *doc, const char *path);
 int bk_run_dd(const char *dir, int64_t mib, double *mb_s, char *rate, size_t rate_cap,
               fr_error *err);
 
+/* GET path from the HTTP server at HOST:PORT (HTTP/1.0, so the server closes when done);
+ * *out gets the whole response, NUL-terminated, fr_malloc'd, the caller's. */
+int bk_http_get(const char *hostport, const char *path, char **out, fr_error *err);
+
+/* A table's log fsync histogram (firth_log_fsync_duration_seconds) from a server's /metrics
+ * text: the cumulative count of each bucket, upper bounds ascending (the last +Inf). */
+typedef struct bk_fsync_hist {
+    int n;
+    double le_ms[FR_LOG_FSYNC_BUCKETS]; /* the +Inf bucket's is INFINITY */
+    int64_t cum[FR_LOG_FSYNC_BUCKETS];
+} bk_fsync_hist;
+/* Reads it for db.table; FR_ENOTFOUND when the text has no such histogram. */
+int bk_fsync_hist_parse(const char *metrics, const char *db, const char *table,
+                        bk_fsync_hist *out, fr_error *err);
+/* The upper bound (ms) of the bucket holding quantile q of the fsyncs counted between two
+ * readings, INFINITY when past the last bound, 0 when none were counted. */
+double bk_fsync_hist_quantile(const bk_fsync_hist *before, const bk_fsync_hist *after,
+                              double q);
+
 /* The latency of the disk's durable small appends: n times write() of `bytes` bytes to a
  * file in dir and fdatasync(); *p50 and *p99 in milliseconds. The file is removed. */
 int bk_fsync_latency(const char *dir, size_t bytes, int n, double *p50, double *p99,

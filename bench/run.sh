@@ -118,10 +118,11 @@ free_port() {
     return 1
 }
 
-# Starts `firth server` on an ephemeral port; sets server_addr.
+# Starts `firth server` on ephemeral ports; sets server_addr and server_http (its /metrics).
 start_server() {
     mkdir -p "$TMP/server"
-    "$BIN/firth" server --data-dir "$TMP/server/data" --listen 127.0.0.1:0 --http-listen off \
+    "$BIN/firth" server --data-dir "$TMP/server/data" --listen 127.0.0.1:0 \
+        --http-listen 127.0.0.1:0 \
         --ready-file "$TMP/server/ready" --log.level warn --log.flush append \
         2>"$TMP/server/log" &
     server_pid=$!
@@ -131,6 +132,7 @@ start_server() {
         sleep 0.1
     done
     server_addr=$(sed -n 's/.*"native": *"\([^"]*\)".*/\1/p' "$TMP/server/ready" 2>/dev/null)
+    server_http=$(sed -n 's/.*"http": *"\([^"]*\)".*/\1/p' "$TMP/server/ready" 2>/dev/null)
     if [ -z "$server_addr" ]; then
         echo "bench: firth server did not start:" >&2
         cat "$TMP/server/log" >&2
@@ -229,6 +231,7 @@ if wanted net_produce || wanted net_fetch || wanted net_pk; then
             # The scratch dir of dd is beside the server's data dir: the same file system.
             # shellcheck disable=SC2086
             run net_produce --connect "$server_addr" --server-pid "$server_pid" \
+                --server-http "$server_http" \
                 ${BENCH_NET_PRODUCE_ARGS:-}
         fi
         if wanted net_fetch; then
