@@ -12,8 +12,8 @@
  * one step away, where a point read searches the skip list from its top, a cache miss per
  * level. Keys the walk does not settle within a few steps, and keys not in the memtables,
  * go to batched MultiGets, whose bloom filters rule out most absent keys without a search
- * (the walk gives up after a run of keys it could not reach, so random keys cost a few
- * steps more than before). A value read stays pinned in RocksDB's own memory (the
+ * (the walk gives up after a run of keys whose steps found nothing, so scattered keys cost
+ * a few steps more than before). A value read stays pinned in RocksDB's own memory (the
  * memtable, held by the iterator, or the block cache or a copy in a pinnable slice) until
  * the table is cleared or unpinned; keys and the rows the write sets live in its arena. */
 #include "kv/kv_int.h"
@@ -24,8 +24,8 @@
 #define KV_PENDING_ARENA_BYTES (128 << 10)
 /* Keys per MultiGet call: bounds the temporary arrays of one call. */
 #define KV_MULTIGET_KEYS 1024
-/* The memtable walk: steps tried towards one key, and keys in a row left unreached before
- * the walk stops. */
+/* The memtable walk: steps tried towards one key, and keys in a row whose steps found no
+ * row before the walk stops. */
 #define KV_FINGER_STEPS 4
 #define KV_FINGER_MISSES 8
 
@@ -207,18 +207,18 @@ static int pending_multiget(kv_entry **v, size_t n, rocksdb_t *db,
 }
 
 /* Moves the walk to the first memtable key at or after e's key, in at most KV_FINGER_STEPS
- * steps: 0 when it holds e's key (its newest version is a row, not a deletion), 1 when it
- * is past it or at the end (no memtable row of e's key: the walk only ever passes keys that
- * are not there), -1 when e's key is still ahead. */
-static int finger_step(rocksdb_iterator_t *it, const kv_entry *e)
+ * steps (*steps gets how many): 0 when it holds e's key (its newest version is a row, not a
+ * deletion), 1 when it is past it or at the end (no memtable row of e's key: the walk only
+ * ever passes keys that are not there), -1 when e's key is still ahead. */
+static int finger_step(rocksdb_iterator_t *it, const kv_entry *e, int *steps)
 {
-    for (int step = 0;; step++) {
+    for (*steps = 0;; ++*steps) {
         if (!rocksdb_iter_valid(it)) return 1;
         size_t klen;
         const char *k = rocksdb_iter_key(it, &klen);
         int c = kv_key_cmp((const uint8_t *)k, klen, e->key, e->klen);
         if (c >= 0) return c > 0;
-        if (step == KV_FINGER_STEPS) return -1;
+        if (*steps == KV_FINGER_STEPS) return -1;
         rocksdb_iter_next(it);
     }
 }
@@ -236,8 +236,11 @@ static int pending_walk(kv_pending *p, kv_entry **v, size_t *n, rocksdb_t *db,
     int misses = 0;
     for (size_t i = 0; i < *n; i++) {
         kv_entry *e = v[i];
-        int r = misses < KV_FINGER_MISSES ? finger_step(it, e) : -1;
-        misses = r < 0 ? misses + 1 : 0;
+        /* Steps that found nothing are a miss: new keys scattered among stored ones would
+         * otherwise cost steps forever without the walk finding a row. */
+        int steps = 0;
+        int r = misses < KV_FINGER_MISSES ? finger_step(it, e, &steps) : -1;
+        misses = r == 0 ? 0 : misses + (r < 0 || steps > 0);
         if (r != 0) {
             v[left++] = e;
             continue;
