@@ -8,6 +8,8 @@
  * returns once its changes are durable (the server runs with log.flush = append: the
  * changelog is fsync'd). Two passes over the keys: the first inserts every key, the second
  * updates every row (other values). The figure is rows upserted per second over both.
+ * A call's keys are neighbours (key0, key0 + 1, ...) unless --key-order scattered spreads
+ * them over the client's range.
  * Lookups: each thread opens a lookuper (all columns) and looks up --lookup-batch random
  * existing keys per call (one request per call, batched per bucket), for --lookup-ms; the
  * figure is keys looked up per second, each found.
@@ -39,6 +41,7 @@ typedef struct pk_config {
     int64_t lookup_batch;
     int64_t buckets;
     int64_t seed;
+    bool scattered; /* --key-order scattered: each call's keys spread over the range */
     int64_t server_pid;
     const char *codec;
     const char *options[BK_TABLE_OPTIONS_MAX]; /* more table options, KEY=VALUE */
@@ -87,11 +90,22 @@ static void pk_record(pk_thread *t, int64_t t0)
 /* ---- upserts --------------------------------------------------------------------------- */
 
 /* One call: n rows of batch with keys key0.. */
-static int pk_upsert_one(pk_thread *t, fr_batch *batch, int64_t key0, int64_t n,
-                         fr_error *err)
+/* The key of the i-th row a client writes in its range [lo, lo + span): i itself in order,
+ * or, scattered, i times a stride that shares no factor with span (so that a pass still
+ * writes every key once), which puts a call's keys far apart among the range's others. */
+static int64_t pk_key(const pk_config *cfg, int64_t lo, int64_t span, int64_t i)
+{
+    if (!cfg->scattered) return lo + i;
+    int64_t stride = 7919; /* a prime */
+    while (span % stride == 0) stride += 2;
+    return lo + (int64_t)(((unsigned __int128)i * (uint64_t)stride) % (uint64_t)span);
+}
+
+static int pk_upsert_one(pk_thread *t, fr_batch *batch, int64_t lo, int64_t span, int64_t at,
+                         int64_t n, fr_error *err)
 {
     int64_t *keys = pk_i64_values(batch, PK_KEY_COLUMN);
-    for (int64_t r = 0; r < n; r++) keys[r] = key0 + r;
+    for (int64_t r = 0; r < n; r++) keys[r] = pk_key(t->sh->cfg, lo, span, at + r);
     fr_batch *part = NULL;
     FR_TRY(bk_batch_head(batch, n, &part, err));
     firth_batch *fb = firth_batch_wrap(part);
@@ -129,7 +143,7 @@ static void *pk_upsert_main(void *arg)
     for (int pass = 0; pass < 2 && rc == 0; pass++)
         for (int64_t k = lo; k < hi && rc == 0; k += cfg->batch_rows) {
             int64_t n = hi - k < cfg->batch_rows ? hi - k : cfg->batch_rows;
-            rc = pk_upsert_one(t, t->sh->rows[t->index][pass], k, n, &err);
+            rc = pk_upsert_one(t, t->sh->rows[t->index][pass], lo, hi - lo, k - lo, n, &err);
         }
     if (rc < 0) pk_fail_once(t->sh, &err);
     return NULL;
@@ -358,15 +372,16 @@ static int pk_report(const pk_config *cfg, const pk_phase *up, const pk_phase *l
     json_t *opts = json_array();
     for (int i = 0; i < cfg->noptions; i++)
         json_array_append_new(opts, json_string(cfg->options[i]));
-    json_t *doc = json_pack("{s:s, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:o, s:I}, s:o,"
-                            " s:o, s:o, s:o}",
+    json_t *doc = json_pack("{s:s, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:o, s:I, s:s},"
+                            " s:o, s:o, s:o, s:o}",
                             "benchmark", "net_pk", "host", bk_host_json(), "config", "keys",
                             (json_int_t)cfg->keys, "clients", (json_int_t)cfg->clients,
                             "batch_rows", (json_int_t)cfg->batch_rows, "lookup_ms",
                             (json_int_t)cfg->lookup_ms, "lookup_batch",
                             (json_int_t)cfg->lookup_batch, "buckets",
                             (json_int_t)cfg->buckets, "compression", cfg->codec, "options",
-                            opts, "seed", (json_int_t)cfg->seed, "upserts",
+                            opts, "seed", (json_int_t)cfg->seed, "key_order",
+                            cfg->scattered ? "scattered" : "sequential", "upserts",
                             pk_phase_json("rows_per_s", up), "lookups",
                             pk_phase_json("keys_per_s", look), "peer",
                             peer ? peer : json_null(), "targets", targets);
@@ -382,9 +397,12 @@ static void pk_usage(void)
             "          [--keys N] [--clients N] [--batch-rows N] [--lookup-ms MS]\n"
             "          [--lookup-batch N] [--buckets N] [--codec NAME] [--seed N]\n"
             "          [--server-pid PID] [--option KEY=VALUE]...\n"
+            "          [--key-order sequential|scattered]\n"
             "  Upserts N keys twice in batches, then looks keys up in batches, in a\n"
             "  primary-key table of the 20-column benchmark rows on a firth server; --peer is\n"
-            "  the result file of peer_postgres run with the same keys and batch sizes.\n");
+            "  the result file of peer_postgres run with the same keys and batch sizes.\n"
+            "  --key-order scattered spreads each call's keys over its client's range (every\n"
+            "  key is still written once per pass); the default writes neighbouring keys.\n");
 }
 
 static int pk_parse_args(int argc, char **argv, pk_config *cfg, fr_error *err)
@@ -414,7 +432,11 @@ static int pk_parse_args(int argc, char **argv, pk_config *cfg, fr_error *err)
             cfg->options[cfg->noptions++] = v;
         }
         else if (!strcmp(a, "--seed")) FR_TRY(bk_arg_i64(a, v, 0, INT64_MAX, &cfg->seed, err));
-        else if (!strcmp(a, "--server-pid"))
+        else if (!strcmp(a, "--key-order")) {
+            FR_CHECK(!strcmp(v, "sequential") || !strcmp(v, "scattered"), FR_EINVAL, err,
+                     "--key-order takes sequential or scattered, not '%s'", v);
+            cfg->scattered = !strcmp(v, "scattered");
+        } else if (!strcmp(a, "--server-pid"))
             FR_TRY(bk_arg_i64(a, v, 0, INT32_MAX, &cfg->server_pid, err));
         else
             return fr_fail(err, FR_EINVAL, "unknown option %s", a);
