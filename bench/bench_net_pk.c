@@ -90,22 +90,35 @@ static void pk_record(pk_thread *t, int64_t t0)
 /* ---- upserts --------------------------------------------------------------------------- */
 
 /* One call: n rows of batch with keys key0.. */
-/* The key of the i-th row a client writes in its range [lo, lo + span): i itself in order,
- * or, scattered, i times a stride that shares no factor with span (so that a pass still
- * writes every key once), which puts a call's keys far apart among the range's others. */
-static int64_t pk_key(const pk_config *cfg, int64_t lo, int64_t span, int64_t i)
+static int64_t pk_gcd(int64_t a, int64_t b)
 {
-    if (!cfg->scattered) return lo + i;
-    int64_t stride = 7919; /* a prime */
-    while (span % stride == 0) stride += 2;
-    return lo + (int64_t)(((unsigned __int128)i * (uint64_t)stride) % (uint64_t)span);
+    while (b) {
+        int64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+/* The step between the keys of neighbouring rows of a client's range of span keys: 1 in
+ * order; scattered, a stride that shares no factor with span (so that a pass still writes
+ * every key once, key lo + i * stride % span for row i), which puts a call's keys far apart
+ * among the range's others. */
+static int64_t pk_stride(const pk_config *cfg, int64_t span)
+{
+    if (!cfg->scattered) return 1;
+    int64_t stride = 7919; /* a prime: coprime with span unless it divides it */
+    while (pk_gcd(span, stride) != 1) stride++;
+    return stride;
 }
 
 static int pk_upsert_one(pk_thread *t, fr_batch *batch, int64_t lo, int64_t span, int64_t at,
                          int64_t n, fr_error *err)
 {
     int64_t *keys = pk_i64_values(batch, PK_KEY_COLUMN);
-    for (int64_t r = 0; r < n; r++) keys[r] = pk_key(t->sh->cfg, lo, span, at + r);
+    uint64_t stride = (uint64_t)pk_stride(t->sh->cfg, span);
+    for (int64_t r = 0; r < n; r++)
+        keys[r] = lo + (int64_t)((unsigned __int128)(at + r) * stride % (uint64_t)span);
     fr_batch *part = NULL;
     FR_TRY(bk_batch_head(batch, n, &part, err));
     firth_batch *fb = firth_batch_wrap(part);

@@ -530,14 +530,14 @@ static int np_fsync_hist(const np_config *cfg, const char *name, bk_fsync_hist *
 /* The server's fsyncs between two readings of the histogram, into res. */
 static void np_fsync_figures(const bk_fsync_hist *a, const bk_fsync_hist *b, np_lat *res)
 {
-    int n = b->n;
-    int64_t base = a->n == n ? a->cum[n - 1] : 0, upto_slow = 0;
-    for (int k = 0; k < n && b->le_ms[k] <= NP_SLOW_FSYNC_MS; k++)
-        upto_slow = b->cum[k] - (a->n == n ? a->cum[k] : 0);
-    res->srv_fsyncs = b->cum[n - 1] - base;
+    bk_fsync_hist d;
+    bk_fsync_hist_since(a, b, &d);
+    int64_t upto_slow = 0;
+    for (int k = 0; k < d.n && d.le_ms[k] <= NP_SLOW_FSYNC_MS; k++) upto_slow = d.cum[k];
+    res->srv_fsyncs = d.cum[d.n - 1];
     res->srv_fsync_slow = res->srv_fsyncs - upto_slow;
-    res->srv_fsync_p50_ms = bk_fsync_hist_quantile(a, b, 0.50);
-    res->srv_fsync_p99_ms = bk_fsync_hist_quantile(a, b, 0.99);
+    res->srv_fsync_p50_ms = bk_fsync_hist_quantile(&d, 0.50);
+    res->srv_fsync_p99_ms = bk_fsync_hist_quantile(&d, 0.99);
 }
 
 /* One latency run at rate_mb_s logical MB/s into a fresh table, dropped afterwards. */

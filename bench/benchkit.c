@@ -660,15 +660,19 @@ int bk_fsync_hist_parse(const char *metrics, const char *db, const char *table,
     return FR_OK;
 }
 
-double bk_fsync_hist_quantile(const bk_fsync_hist *before, const bk_fsync_hist *after,
-                              double q)
+void bk_fsync_hist_since(const bk_fsync_hist *before, const bk_fsync_hist *after,
+                         bk_fsync_hist *out)
 {
-    int n = after->n;
-    int64_t total = after->cum[n - 1] - (before->n == n ? before->cum[n - 1] : 0);
+    *out = *after;
+    if (before->n != after->n) return;
+    for (int k = 0; k < after->n; k++) out->cum[k] -= before->cum[k];
+}
+
+double bk_fsync_hist_quantile(const bk_fsync_hist *h, double q)
+{
+    int64_t total = h->n ? h->cum[h->n - 1] : 0;
     if (total <= 0) return 0;
-    for (int k = 0; k < n; k++) {
-        int64_t c = after->cum[k] - (before->n == n ? before->cum[k] : 0);
-        if ((double)c >= q * (double)total) return after->le_ms[k];
-    }
+    for (int k = 0; k < h->n; k++)
+        if ((double)h->cum[k] >= q * (double)total) return h->le_ms[k];
     return INFINITY;
 }

@@ -148,10 +148,13 @@ typedef struct bk_fsync_hist {
 /* Reads it for db.table; FR_ENOTFOUND when the text has no such histogram. */
 int bk_fsync_hist_parse(const char *metrics, const char *db, const char *table,
                         bk_fsync_hist *out, fr_error *err);
-/* The upper bound (ms) of the bucket holding quantile q of the fsyncs counted between two
- * readings, INFINITY when past the last bound, 0 when none were counted. */
-double bk_fsync_hist_quantile(const bk_fsync_hist *before, const bk_fsync_hist *after,
-                              double q);
+/* after - before: the fsyncs counted between two readings (before may be empty, n 0: the
+ * table had no log yet). */
+void bk_fsync_hist_since(const bk_fsync_hist *before, const bk_fsync_hist *after,
+                         bk_fsync_hist *out);
+/* The upper bound (ms) of the bucket holding quantile q of h's fsyncs, INFINITY when past
+ * the last bound, 0 when h counts none. */
+double bk_fsync_hist_quantile(const bk_fsync_hist *h, double q);
 
 /* The latency of the disk's durable small appends: n times write() of `bytes` bytes to a
  * file in dir and fdatasync(); *p50 and *p99 in milliseconds. The file is removed. */

@@ -77,7 +77,6 @@ int fr_log_open(const char *dir, const fr_log_options *opts, fr_log **out, fr_er
     pthread_mutex_init(&log->write_mu, NULL);
     pthread_mutex_init(&log->mu, NULL);
     pthread_cond_init(&log->flush_cond, NULL);
-    atomic_init(&log->fsyncs, 0);
     atomic_init(&log->fsync_us, 0);
     for (int b = 0; b < FR_LOG_FSYNC_BUCKETS; b++) atomic_init(&log->fsync_hist[b], 0);
     log->opts = *opts;
@@ -116,19 +115,26 @@ static int log_fdatasync(fr_log *log, int fd)
     while (b < FR_LOG_FSYNC_BUCKETS - 1 && us > fr_log_fsync_bounds_us[b]) b++;
     atomic_fetch_add_explicit(&log->fsync_hist[b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&log->fsync_us, us, memory_order_relaxed);
-    atomic_fetch_add(&log->fsyncs, 1);
     errno = e;
     return rc;
 }
 
+void fr_log_fsync_stats_sum(fr_log_fsync_stats *acc, const fr_log_fsync_stats *x)
+{
+    for (int b = 0; b < FR_LOG_FSYNC_BUCKETS; b++) acc->buckets[b] += x->buckets[b];
+    acc->count += x->count;
+    acc->sum_us += x->sum_us;
+}
+
 void fr_log_fsync_stats_add(fr_log *log, fr_log_fsync_stats *acc)
 {
+    fr_log_fsync_stats mine = {0};
     for (int b = 0; b < FR_LOG_FSYNC_BUCKETS; b++) {
-        int64_t n = atomic_load_explicit(&log->fsync_hist[b], memory_order_relaxed);
-        acc->buckets[b] += n;
-        acc->count += n;
+        mine.buckets[b] = atomic_load_explicit(&log->fsync_hist[b], memory_order_relaxed);
+        mine.count += mine.buckets[b];
     }
-    acc->sum_us += atomic_load_explicit(&log->fsync_us, memory_order_relaxed);
+    mine.sum_us = atomic_load_explicit(&log->fsync_us, memory_order_relaxed);
+    fr_log_fsync_stats_sum(acc, &mine);
 }
 
 /* Runs one fdatasync of the active segment with mu released, covering every batch written
@@ -226,7 +232,12 @@ void fr_log_close(fr_log *log)
     log_free(log);
 }
 
-int64_t fr_log_fsync_count(fr_log *log) { return atomic_load(&log->fsyncs); }
+int64_t fr_log_fsync_count(fr_log *log)
+{
+    fr_log_fsync_stats st = {0};
+    fr_log_fsync_stats_add(log, &st);
+    return st.count;
+}
 
 /* ---- append ----------------------------------------------------------------------------- */
 

@@ -144,6 +144,8 @@ typedef struct fr_log_fsync_stats {
 /* Adds the log's figures since open to *acc, so that a caller can sum several logs.
  * Thread: any (each figure is read on its own, not all at one instant). */
 void fr_log_fsync_stats_add(fr_log *log, fr_log_fsync_stats *acc);
+/* Adds x's figures to *acc. */
+void fr_log_fsync_stats_sum(fr_log_fsync_stats *acc, const fr_log_fsync_stats *x);
 
 /* Appends one encoded record batch (see fr_rb_encode). Assigns the base offset and the
  * commit timestamp (never lower than the previous batch's), writes, and returns once the

@@ -115,8 +115,7 @@ struct fr_log {
     int failed;             /* (mu) 0, or the FR_E* code of an I/O failure that stops writes */
     int64_t last_flush_ms;  /* (mu) for FR_FLUSH_INTERVAL */
     int64_t truncations;    /* (mu) counts fr_log_truncate calls, for waiting appenders */
-    atomic_llong fsyncs;
-    atomic_llong fsync_us;                          /* their durations, summed */
+    atomic_llong fsync_us;                          /* the segments' fdatasyncs, summed */
     atomic_llong fsync_hist[FR_LOG_FSYNC_BUCKETS]; /* and counted by fr_log_fsync_bounds_us */
 
     _Atomic(const fr_log_watcher *) watcher; /* fr_log_set_watcher; NULL when none */

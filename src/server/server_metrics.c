@@ -216,13 +216,6 @@ static int bucket_labels(fr_buf *b, const char *metric, fr_table *t, const char 
     return fr_buf_printf(b, err, "\",bucket=\"%d\"}", bucket);
 }
 
-static void fsync_sum(fr_log_fsync_stats *acc, const fr_log_fsync_stats *x)
-{
-    acc->count += x->count;
-    acc->sum_us += x->sum_us;
-    for (int k = 0; k < FR_LOG_FSYNC_BUCKETS; k++) acc->buckets[k] += x->buckets[k];
-}
-
 static int table_buckets(fr_table *t, int64_t pid, const char *part, bucket_lines *l,
                          fr_error *err)
 {
@@ -238,7 +231,7 @@ static int table_buckets(fr_table *t, int64_t pid, const char *part, bucket_line
             FR_TRY(bucket_labels(&l->log_bytes, "firth_log_size_bytes", t, part, b, err));
             FR_TRY(fr_buf_printf(&l->log_bytes, err, " %" PRId64 "\n", st.log_bytes));
             l->tlog = true;
-            fsync_sum(&l->tfsync, &st.fsync);
+            fr_log_fsync_stats_sum(&l->tfsync, &st.fsync);
         }
         if (st.has_kv) {
             FR_TRY(bucket_labels(&l->kv_bytes, "firth_kv_size_bytes", t, part, b, err));
