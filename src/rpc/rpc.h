@@ -28,7 +28,8 @@
 #define FR_RPC_FRAME_BYTES_MIN 1024                /* the least frame_bytes_max allowed */
 #define FR_RPC_REQUEST_HEADER_BYTES 12             /* length, api key, version, request id */
 #define FR_RPC_RESPONSE_HEADER_BYTES 9             /* length, result, request id */
-#define FR_RPC_READ_CHUNK_BYTES (64 << 10)         /* what the reader offers a socket read */
+#define FR_RPC_READ_CHUNK_BYTES (64 << 10)         /* the least the reader offers a read */
+#define FR_RPC_READ_LEARN_BYTES (4 << 20)          /* the most it offers, from a frame's size */
 
 /* Limits on what a request may hold (checked by fr_rpc_request_unpack). */
 #define FR_RPC_ITEMS_MAX 65536            /* buckets, tables, keys batches... per request */
@@ -222,10 +223,11 @@ int fr_rpc_write_error(fr_buf *out, int32_t request_id, Firth__ErrorCode code,
  *   - fr_rpc_reader_feed: copy bytes in.
  * and one way to take frames: fr_rpc_reader_next, until it returns 0.
  *
- * Memory: the buffer grows with the frame being read (doubling, up to 4 + its length) and
- * never past 4 + frame_bytes_max; a length over the limit is refused as soon as its four
- * bytes arrive. When every byte has been taken, a buffer larger than a read chunk is given
- * back at the next space/feed, and fr_rpc_reader_trim gives back any buffer (for idle
+ * Memory: an empty reader offers the size of the last whole frame (a read chunk at least,
+ * FR_RPC_READ_LEARN_BYTES at most); the buffer grows with the frame being read (doubling,
+ * up to 4 + its length) and never past 4 + frame_bytes_max; a length over the limit is
+ * refused as soon as its four bytes arrive. When every byte has been taken, a buffer larger
+ * than that offer is given back at the next space/feed, and fr_rpc_reader_trim gives back any buffer (for idle
  * connections). Space is 0 only when whole frames wait to be taken: a caller that stops
  * taking frames (to bound work in flight) stops the flow of bytes with it.
  *

@@ -4,10 +4,16 @@
  * handed out by next() point into buf and stay valid until the buffer is compacted or
  * reallocated, which only space(), feed() and trim() do.
  *
+ * An empty reader offers a read the size of the last whole frame (at least a read chunk, at
+ * most FR_RPC_READ_LEARN_BYTES): a peer that sends frames of one size has each read into a
+ * buffer that holds it whole, handed over by keep() without a copy, where a buffer grown by
+ * doubling would copy what it held at every step.
+ *
  * Invariants: cap <= 4 + frame_bytes_max (the largest frame there can be); the buffer grows
- * only when it is full and the frame being read is longer than it (so the memory held is
- * at most twice what the peer has sent, or one read chunk); a length over the limit is
- * refused before any byte of its body is buffered; once failed, always failed. */
+ * only when it is full and the frame being read is longer than it, or to the size of a
+ * frame the peer has already sent whole (so the memory held is at most twice what the peer
+ * has sent, or one read chunk); a length over the limit is refused before any byte of its
+ * body is buffered; once failed, always failed. */
 #include "rpc/rpc.h"
 
 #include <assert.h>
@@ -16,7 +22,8 @@
 struct fr_rpc_reader {
     fr_rpc_direction dir;
     int64_t frame_bytes_max;
-    size_t chunk; /* what an empty reader offers a read */
+    size_t chunk; /* the least an empty reader offers a read */
+    size_t learned; /* what it offers: the last whole frame's size, within bounds */
     uint8_t *buf;
     size_t cap, start, len;
     bool failed;
@@ -33,6 +40,7 @@ int fr_rpc_reader_new(fr_rpc_direction d, int64_t frame_bytes_max, fr_rpc_reader
     r->frame_bytes_max = frame_bytes_max;
     r->chunk = (size_t)frame_bytes_max + 4 < FR_RPC_READ_CHUNK_BYTES ? (size_t)frame_bytes_max + 4
                                                                      : FR_RPC_READ_CHUNK_BYTES;
+    r->learned = r->chunk;
     *out = r;
     return 0;
 }
@@ -78,7 +86,7 @@ static void fr_rpc_reader_compact(fr_rpc_reader *r)
 {
     if (r->start == r->len) {
         r->start = r->len = 0;
-        if (r->cap > r->chunk) {
+        if (r->cap > r->learned) {
             fr_free(r->buf);
             r->buf = NULL;
             r->cap = 0;
@@ -99,7 +107,7 @@ int fr_rpc_reader_space(fr_rpc_reader *r, uint8_t **p, size_t *n, fr_error *err)
     if (known < 0) return known;
     size_t want = r->cap;
     if (r->cap == 0) {
-        want = r->chunk;
+        want = r->learned;
     } else if (r->len == r->cap && known && total > r->len) {
         /* Full in the middle of a frame longer than the buffer: double, up to the frame. */
         want = r->cap * 2 < total ? r->cap * 2 : total;
@@ -153,6 +161,9 @@ int fr_rpc_reader_next(fr_rpc_reader *r, fr_rpc_frame *out, fr_error *err)
     int rc = fr_rpc_frame_decode(r->dir, r->buf + r->start, total, r->frame_bytes_max, out, e);
     if (rc < 0) return fr_rpc_reader_fail(r, rc, e);
     r->start += total;
+    r->learned = total < r->chunk               ? r->chunk
+                 : total > FR_RPC_READ_LEARN_BYTES ? FR_RPC_READ_LEARN_BYTES
+                                                   : total;
     return 1;
 }
 

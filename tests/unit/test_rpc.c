@@ -444,13 +444,51 @@ static void test_reader_memory(void **state)
     assert_int_equal(fr_rpc_reader_next(r, &f, &err), 1);
     assert_int_equal(f.body_len, (size_t)max - 8);
     assert_int_equal(fr_rpc_reader_next(r, &f, &err), 0);
-    /* Once it is taken, the big buffer goes back at the next read. */
+    /* Once it is taken, the big buffer goes back at the next read, which is offered the
+     * last frame's size, up to FR_RPC_READ_LEARN_BYTES. */
     uint8_t *p;
     size_t room;
     assert_int_equal(fr_rpc_reader_space(r, &p, &room, &err), 0);
-    assert_int_equal(fr_rpc_reader_capacity(r), FR_RPC_READ_CHUNK_BYTES);
+    assert_int_equal(fr_rpc_reader_capacity(r), FR_RPC_READ_LEARN_BYTES);
     fr_rpc_reader_trim(r);
     assert_int_equal(fr_rpc_reader_capacity(r), 0);
+    fr_rpc_reader_free(r);
+}
+
+/* Frames of one size, larger than a read chunk: from the second on, the reader offers a
+ * buffer that holds the frame whole, and keep hands that buffer over rather than a copy. */
+static void test_reader_learns_frame_size(void **state)
+{
+    (void)state;
+    const size_t body = 3 * FR_RPC_READ_CHUNK_BYTES + 100;
+    fr_error err;
+    fr_rpc_reader *r;
+    assert_int_equal(fr_rpc_reader_new(FR_RPC_REQUEST, 8 << 20, &r, &err), 0);
+    uint8_t *frame = fr_calloc(1, FR_RPC_REQUEST_HEADER_BYTES + body);
+    assert_non_null(frame);
+    size_t total = FR_RPC_REQUEST_HEADER_BYTES + body;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(fr_rpc_request_header_encode(frame, i + 1, 0, 1, body, 8 << 20, &err), 0);
+        frame[total - 1] = (uint8_t)(i + 1);
+        uint8_t *p;
+        size_t room;
+        assert_int_equal(fr_rpc_reader_space(r, &p, &room, &err), 0);
+        assert_int_equal(room, i == 0 ? FR_RPC_READ_CHUNK_BYTES : total);
+        size_t used;
+        assert_int_equal(fr_rpc_reader_feed(r, frame, total, &used, &err), 0);
+        assert_int_equal(used, total);
+        fr_rpc_frame f;
+        assert_int_equal(fr_rpc_reader_next(r, &f, &err), 1);
+        assert_int_equal(f.body_len, body);
+        uint8_t *kept_body = NULL;
+        uint8_t *block = fr_rpc_reader_keep(r, &f, &kept_body);
+        assert_non_null(block);
+        assert_ptr_equal(kept_body, f.body); /* the buffer itself, not a copy */
+        assert_int_equal(kept_body[body - 1], i + 1);
+        assert_int_equal(fr_rpc_reader_capacity(r), 0);
+        fr_free(block);
+    }
+    fr_free(frame);
     fr_rpc_reader_free(r);
 }
 
@@ -561,7 +599,8 @@ int main(void)
         cmocka_unit_test(test_header_decode_rejects), cmocka_unit_test(test_frame_length_limits),
         cmocka_unit_test(test_write_frames),          cmocka_unit_test(test_reader_byte_by_byte),
         cmocka_unit_test(test_reader_random_chunks),  cmocka_unit_test(test_reader_waiting_frames),
-        cmocka_unit_test(test_reader_memory),         cmocka_unit_test(test_reader_bad_lengths),
+        cmocka_unit_test(test_reader_memory),         cmocka_unit_test(test_reader_learns_frame_size),
+        cmocka_unit_test(test_reader_bad_lengths),
         cmocka_unit_test(test_reader_responses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
