@@ -156,8 +156,9 @@ int fr_kv_open(const char *dir, fr_log *log, const fr_kv_spec *spec, fr_kv **out
 /* Flushes (as fr_kv_flush, so the next open replays nothing) and closes. NULL is a no-op.
  * No other call may be running. */
 void fr_kv_close(fr_kv *kv);
-/* Tests: closes without flushing, so the writes since the last flush are lost from RocksDB
- * as in a crash (the log still holds them and the next open replays them). */
+/* Closes without flushing, so the writes since the last flush are lost from RocksDB as in
+ * a crash (the log still holds them and the next open replays them): for tests, and for a
+ * dropped table's stores, whose files are removed next. */
 void fr_kv_close_noflush(fr_kv *kv);
 
 typedef enum fr_kv_op {

@@ -232,6 +232,11 @@ void fr_log_close(fr_log *log)
     log_free(log);
 }
 
+void fr_log_close_noflush(fr_log *log)
+{
+    if (log) log_free(log);
+}
+
 int64_t fr_log_fsync_count(fr_log *log)
 {
     fr_log_fsync_stats st = {0};

@@ -124,6 +124,8 @@ int fr_log_open(const char *dir, const fr_log_options *opts, fr_log **out, fr_er
 /* Closes the log, flushing what is unflushed unless the mode is FR_FLUSH_NONE. No other call
  * may be running. */
 void fr_log_close(fr_log *log);
+/* Closes without flushing: for a log whose files are removed next (a dropped table's). */
+void fr_log_close_noflush(fr_log *log);
 /* Makes every batch written so far durable (one fdatasync shared with concurrent appenders).
  * With FR_FLUSH_INTERVAL, appends flush lazily once the interval has passed; a caller that
  * wants a bound on an idle log's unflushed tail calls this on a timer. Thread: any. */
