@@ -20,83 +20,91 @@
 
 /* ---- encoding ------------------------------------------------------------------------- */
 
-static int fr_row_put_varint(fr_buf *out, uint64_t v, fr_error *err)
-{
-    uint8_t tmp[10];
-    return fr_buf_append(out, tmp, fr_varint_put(tmp, v), err);
-}
+/* The most bytes a value takes besides a string's own bytes: a DECIMAL of 16 bytes, or a
+ * varint of at most 10. */
+#define FR_ROW_CELL_BYTES_MAX 16
 
-static int fr_row_put_text(const fr_value *v, size_t start, fr_buf *out, fr_error *err)
+/* Writes a non-string value at p (room for FR_ROW_CELL_BYTES_MAX); returns its length. */
+static size_t fr_row_put_fixed(uint8_t *p, const fr_type *t, const fr_value *v)
 {
-    size_t n = v->v.s.len;
-    FR_CHECK(n <= FR_ROW_BYTES_MAX && out->len - start + n <= FR_ROW_BYTES_MAX, FR_ELIMIT,
-             err, "the row is longer than %d bytes", FR_ROW_BYTES_MAX);
-    FR_TRY(fr_row_put_varint(out, n, err));
-    return fr_buf_append(out, v->v.s.ptr, n, err);
-}
-
-static int fr_row_put_value(const fr_type *t, const fr_value *v, size_t start, fr_buf *out,
-                            fr_error *err)
-{
-    uint8_t tmp[16];
     switch (t->id) {
     case FR_T_BOOLEAN:
-        tmp[0] = v->v.b ? 1 : 0;
-        return fr_buf_append(out, tmp, 1, err);
+        p[0] = v->v.b ? 1 : 0;
+        return 1;
     case FR_T_FLOAT: {
         float f = (float)v->v.f;
         uint32_t bits = FR_ROW_FLOAT_NAN;
         if (!isnan(f)) memcpy(&bits, &f, 4);
-        fr_put_u32le(tmp, bits);
-        return fr_buf_append(out, tmp, 4, err);
+        fr_put_u32le(p, bits);
+        return 4;
     }
     case FR_T_DOUBLE: {
         uint64_t bits = FR_ROW_DOUBLE_NAN;
         if (!isnan(v->v.f)) memcpy(&bits, &v->v.f, 8);
-        fr_put_u64le(tmp, bits);
-        return fr_buf_append(out, tmp, 8, err);
+        fr_put_u64le(p, bits);
+        return 8;
     }
     case FR_T_DECIMAL:
         if (t->precision <= FR_ROW_DECIMAL_VARINT_DIGITS)
-            return fr_row_put_varint(out, fr_zigzag_enc((int64_t)v->v.d), err);
-        fr_put_u64le(tmp, (uint64_t)v->v.d);
-        fr_put_u64le(tmp + 8, (uint64_t)((unsigned __int128)v->v.d >> 64));
-        return fr_buf_append(out, tmp, 16, err);
-    case FR_T_CHAR:
-    case FR_T_VARCHAR:
-    case FR_T_STRING:
-    case FR_T_BYTES:
-        return fr_row_put_text(v, start, out, err);
+            return fr_varint_put(p, fr_zigzag_enc((int64_t)v->v.d));
+        fr_put_u64le(p, (uint64_t)v->v.d);
+        fr_put_u64le(p + 8, (uint64_t)((unsigned __int128)v->v.d >> 64));
+        return 16;
     default:
-        return fr_row_put_varint(out, fr_zigzag_enc(v->v.i), err);
+        return fr_varint_put(p, fr_zigzag_enc(v->v.i));
     }
 }
 
+static bool fr_row_is_text(fr_type_id id)
+{
+    return id == FR_T_CHAR || id == FR_T_VARCHAR || id == FR_T_STRING || id == FR_T_BYTES;
+}
+
+/* Writes the row at out->len: the buffer is grown once for every value but the strings,
+ * whose bytes make room for themselves, and values are stored in place. */
 static int fr_row_encode_fields(const fr_schema *s, const fr_value *values, size_t start,
                                 fr_buf *out, fr_error *err)
 {
     int32_t id = fr_schema_id(s);
     FR_CHECK(id >= 0, FR_EINVAL, err, "schema id %d is negative", id);
-    FR_TRY(fr_row_put_varint(out, (uint64_t)id, err));
     int nf = fr_schema_num_fields(s);
-    size_t bitmap = out->len;
-    FR_TRY(fr_buf_append_zeros(out, ((size_t)nf + 7) / 8, err));
+    size_t nbitmap = ((size_t)nf + 7) / 8;
+    size_t room = 10 + nbitmap + (size_t)nf * FR_ROW_CELL_BYTES_MAX; /* all but strings */
+    FR_TRY(fr_buf_reserve(out, room, err));
+    size_t at = out->len;
+    at += fr_varint_put(out->data + at, (uint64_t)id);
+    size_t bitmap = at;
+    memset(out->data + at, 0, nbitmap);
+    at += nbitmap;
     for (int i = 0; i < nf; i++) {
         const fr_field *f = fr_schema_field(s, i);
         const fr_value *v = &values[i];
-        int rc;
+        int rc = FR_OK;
         if (v->is_null) {
             rc = f->type.nullable ? FR_OK : fr_fail(err, FR_EINVAL, "NULL in a NOT NULL field");
             if (rc == FR_OK) out->data[bitmap + (size_t)i / 8] |= (uint8_t)(1u << (i % 8));
         } else {
             rc = fr_codec_check_value(v, &f->type, err);
-            if (rc == FR_OK) rc = fr_row_put_value(&f->type, v, start, out, err);
+        }
+        if (rc == FR_OK && !v->is_null && fr_row_is_text(f->type.id)) {
+            size_t n = v->v.s.len;
+            rc = n <= FR_ROW_BYTES_MAX && at - start + n <= FR_ROW_BYTES_MAX
+                     ? fr_buf_reserve(out, at - out->len + n + room, err)
+                     : fr_fail(err, FR_ELIMIT, "the row is longer than %d bytes", FR_ROW_BYTES_MAX);
+            if (rc == FR_OK) {
+                at += fr_varint_put(out->data + at, n);
+                if (n) memcpy(out->data + at, v->v.s.ptr, n);
+                at += n;
+            }
+        } else if (rc == FR_OK && !v->is_null) {
+            at += fr_row_put_fixed(out->data + at, &f->type, v);
         }
         if (rc < 0) {
             fr_error_wrap(err, "field '%s'", f->name);
             return rc;
         }
     }
+    out->len = at;
     FR_CHECK(out->len - start <= FR_ROW_BYTES_MAX, FR_ELIMIT, err,
              "the row is longer than %d bytes", FR_ROW_BYTES_MAX);
     return FR_OK;
