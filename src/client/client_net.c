@@ -572,7 +572,14 @@ static int receive(fr_cnet *n, fr_rpc_api api, cnet_call *call, int64_t deadline
                           .request_id = fr->request_id, .body = fr->body,
                           .body_len = fr->len};
         ProtobufCMessage *m = NULL;
-        int rc = fr_rpc_response_unpack(api, &f, &m, err);
+        int rc;
+        if (api == FR_RPC_FETCH_LOG && fr->result == FR_RPC_SUCCESS) {
+            /* The records stay in the frame, which the message takes over. */
+            rc = fr_rpc_fetch_unpack(&f, fr->block, (Firth__FetchLogResponse **)&m, err);
+            fr->block = NULL;
+        } else {
+            rc = fr_rpc_response_unpack(api, &f, &m, err);
+        }
         fr_rpc_result result = fr->result;
         frame_free(fr);
         if (rc < 0) return rc;

@@ -297,6 +297,13 @@ int fr_rpc_request_unpack(const fr_rpc_frame *f, ProtobufCMessage **out,
 int fr_rpc_produce_unpack(const fr_rpc_frame *f, Firth__ProduceLogRequest **out,
                           Firth__ErrorCode *code, fr_error *err);
 void fr_rpc_produce_free(Firth__ProduceLogRequest *m);
+/* fr_rpc_response_unpack for a SUCCESS frame of fetch_log, without copying its record
+ * batches: each bucket's records point into f->body, which lies in `block` (fr_malloc'd
+ * memory the message takes over, whatever the outcome; NULL when the body is empty).
+ * Free the message with fr_rpc_free, which frees the block with it (rpc_fetch.c). Errors:
+ * FR_ECORRUPT for a malformed body, FR_ENOMEM. */
+int fr_rpc_fetch_unpack(const fr_rpc_frame *f, uint8_t *block, Firth__FetchLogResponse **out,
+                        fr_error *err);
 /* Unpacks the body of a response frame to a request of api: the api's response message for
  * SUCCESS and PART (PART only for an api that streams: FR_ECORRUPT otherwise), an
  * Firth__Error for ERROR. */

@@ -6,7 +6,7 @@
  * fr_rpc_free; a request message handed out has passed fr_rpc_request_check. No message
  * in proto/firth.proto contains itself, so protobuf-c's recursion over sub-messages is
  * bounded by the schema, not by the input. */
-#include "rpc/rpc.h"
+#include "rpc/rpc_wire.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -179,7 +179,11 @@ int fr_rpc_unpack(const ProtobufCMessageDescriptor *d, const char *what, const u
 
 void fr_rpc_free(ProtobufCMessage *m)
 {
-    if (m) protobuf_c_message_free_unpacked(m, &fr_rpc_free_allocator);
+    if (!m) return;
+    /* A fetch_log response unpacked in place: its records lie in its frame, which protobuf-c
+     * frees as the message's unknown field. */
+    if (fr_rpc_fetch_is_kept(m)) fr_rpc_fetch_release(m);
+    protobuf_c_message_free_unpacked(m, &fr_rpc_free_allocator);
 }
 
 /* ---- request and response bodies -------------------------------------------------------- */

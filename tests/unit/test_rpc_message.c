@@ -1420,6 +1420,168 @@ static void test_produce_in_place(void **state)
     assert_int_equal(refused_more, 0);
 }
 
+/* ---- fetch_log responses without copying the records ---------------------------------------- */
+
+static bool tm_same_str(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+static bool tm_same_error(const Firth__Error *a, const Firth__Error *b)
+{
+    if (!a || !b) return a == b;
+    return a->code == b->code && tm_same_str(a->message, b->message) && a->line == b->line &&
+           a->column == b->column && a->statement == b->statement;
+}
+
+/* Whether two unpacked fetch_log responses say the same (unknown fields aside). */
+static bool tm_same_fetch(const Firth__FetchLogResponse *a, const Firth__FetchLogResponse *b)
+{
+    if (a->n_tables != b->n_tables) return false;
+    for (size_t i = 0; i < a->n_tables; i++) {
+        const Firth__FetchTableResult *x = a->tables[i], *y = b->tables[i];
+        if ((x->path == NULL) != (y->path == NULL) || !tm_same_error(x->error, y->error) ||
+            x->n_buckets != y->n_buckets)
+            return false;
+        if (x->path && (!tm_same_str(x->path->database, y->path->database) ||
+                        !tm_same_str(x->path->table, y->path->table)))
+            return false;
+        for (size_t k = 0; k < x->n_buckets; k++) {
+            const Firth__FetchBucketResult *u = x->buckets[k], *v = y->buckets[k];
+            if (u->partition_id != v->partition_id || u->bucket != v->bucket ||
+                !tm_same_error(u->error, v->error) || u->high_watermark != v->high_watermark ||
+                u->log_start_offset != v->log_start_offset || u->next_offset != v->next_offset ||
+                u->records.len != v->records.len)
+                return false;
+            if (u->records.len && memcmp(u->records.data, v->records.data, u->records.len) != 0)
+                return false;
+        }
+    }
+    return true;
+}
+
+/* A random fetch_log response of up to 3 tables of up to 4 buckets, in caller storage. */
+typedef struct tm_fetch {
+    Firth__FetchLogResponse m;
+    Firth__FetchTableResult t[3], *tp[3];
+    Firth__TablePath path[3];
+    Firth__Error err[3][5];
+    Firth__FetchBucketResult b[3][4], *bp[3][4];
+    char names[3][2][12], msg[3][5][16];
+    uint8_t records[3][4][80];
+} tm_fetch;
+
+static Firth__Error *tm_random_error(Firth__Error *e, char *msg, size_t cap)
+{
+    if (tm_next() % 3) return NULL;
+    firth__error__init(e);
+    e->code = (Firth__ErrorCode)(tm_next() % 12);
+    e->message = tm_random_name(msg, cap);
+    e->line = (int32_t)(tm_next() % 5);
+    e->column = (int32_t)(tm_next() % 5) - 1;
+    e->statement = (int32_t)(tm_next() % 3);
+    return e;
+}
+
+static void tm_random_fetch(tm_fetch *f)
+{
+    firth__fetch_log_response__init(&f->m);
+    f->m.n_tables = tm_next() % 4;
+    f->m.tables = f->tp;
+    for (size_t i = 0; i < f->m.n_tables; i++) {
+        Firth__FetchTableResult *t = &f->t[i];
+        firth__fetch_table_result__init(t);
+        f->tp[i] = t;
+        firth__table_path__init(&f->path[i]);
+        f->path[i].database = tm_random_name(f->names[i][0], sizeof f->names[i][0]);
+        f->path[i].table = tm_random_name(f->names[i][1], sizeof f->names[i][1]);
+        t->path = (tm_next() % 6) ? &f->path[i] : NULL;
+        t->error = tm_random_error(&f->err[i][4], f->msg[i][4], sizeof f->msg[i][4]);
+        t->n_buckets = tm_next() % 5;
+        t->buckets = f->bp[i];
+        for (size_t k = 0; k < t->n_buckets; k++) {
+            Firth__FetchBucketResult *b = &f->b[i][k];
+            firth__fetch_bucket_result__init(b);
+            f->bp[i][k] = b;
+            b->partition_id = (int64_t)(tm_next() % 4) - 1;
+            b->bucket = (int32_t)(tm_next() % 8);
+            b->error = tm_random_error(&f->err[i][k], f->msg[i][k], sizeof f->msg[i][k]);
+            b->high_watermark = (int64_t)(tm_next() >> 2);
+            b->log_start_offset = (int64_t)(tm_next() % 100);
+            b->next_offset = (int64_t)(tm_next() % 1000);
+            b->records.len = tm_next() % sizeof f->records[i][k];
+            for (size_t j = 0; j < b->records.len; j++) f->records[i][k][j] = (uint8_t)tm_next();
+            b->records.data = f->records[i][k];
+        }
+    }
+}
+
+/* fr_rpc_fetch_unpack against protobuf-c's unpack of the same bodies: random responses and
+ * random damage to them. What it accepts protobuf-c accepts, with the same fields; the
+ * records point into the frame's block, which fr_rpc_free frees with the message. */
+static void test_fetch_in_place(void **state)
+{
+    (void)state;
+    const char *env = getenv("FIRTH_TEST_SEED");
+    uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
+    print_message("fetch_in_place: seed %llu (set FIRTH_TEST_SEED to replay)\n",
+                  (unsigned long long)seed);
+    tm_rng = seed * 2654435761u + 7;
+    int both = 0, refused_more = 0;
+    tm_fetch *rf = fr_malloc(sizeof *rf);
+    assert_non_null(rf);
+    for (int round = 0; round < 300; round++) {
+        tm_random_fetch(rf);
+        fr_buf body = tm_pack(&rf->m.base);
+        for (int damage = 0; damage < 40; damage++) {
+            uint8_t *block = body.len ? fr_malloc(body.len) : NULL;
+            assert_true(body.len == 0 || block);
+            if (body.len) memcpy(block, body.data, body.len);
+            for (int k = damage == 0 || body.len == 0 ? 0 : 1 + (int)(tm_next() % 3); k > 0; k--)
+                block[tm_next() % body.len] = (uint8_t)tm_next();
+            fr_rpc_frame f = {.direction = FR_RPC_RESPONSE, .result = FR_RPC_SUCCESS,
+                              .request_id = 1, .body = block, .body_len = body.len};
+            ProtobufCMessage *theirs = NULL;
+            Firth__FetchLogResponse *mine = NULL;
+            fr_error e1 = {0}, e2 = {0};
+            int rc1 = fr_rpc_response_unpack(FR_RPC_FETCH_LOG, &f, &theirs, &e1);
+            int rc2 = fr_rpc_fetch_unpack(&f, block, &mine, &e2); /* takes the block */
+            if (rc2 == 0) {
+                if (rc1 != 0)
+                    fail_msg("seed %llu round %d: accepted what protobuf-c refuses (%s)",
+                             (unsigned long long)seed, round, e1.msg);
+                if (!tm_same_fetch((Firth__FetchLogResponse *)theirs, mine))
+                    fail_msg("seed %llu round %d: unpacked differently", (unsigned long long)seed,
+                             round);
+                for (size_t i = 0; i < mine->n_tables; i++)
+                    for (size_t k = 0; k < mine->tables[i]->n_buckets; k++) {
+                        const ProtobufCBinaryData *r = &mine->tables[i]->buckets[k]->records;
+                        if (r->len) assert_true(r->data >= block && r->data + r->len <= block + body.len);
+                    }
+                both++;
+            } else {
+                assert_null(mine);
+                assert_true(rc2 == FR_ECORRUPT);
+                if (rc1 == 0) {
+                    refused_more++;
+                    print_message("refused what protobuf-c took: %s\n", e2.msg);
+                }
+            }
+            if (damage == 0) {
+                assert_int_equal(rc2, 0);
+                assert_int_equal(rc1, 0);
+            }
+            fr_rpc_free(theirs);
+            fr_rpc_free(mine ? &mine->base : NULL);
+        }
+        fr_buf_free(&body);
+    }
+    fr_free(rf);
+    print_message("fetch_in_place: %d bodies unpacked alike, %d refused that protobuf-c took\n",
+                  both, refused_more);
+    assert_int_equal(refused_more, 0);
+}
+
 /* ---- seed corpora -------------------------------------------------------------------------- */
 
 static void tm_write_file(const char *dir, const char *name, const uint8_t *p, size_t n)
@@ -1506,6 +1668,7 @@ int main(void)
         cmocka_unit_test(test_error_messages),
         cmocka_unit_test(test_worked_example),
         cmocka_unit_test(test_produce_in_place),
+        cmocka_unit_test(test_fetch_in_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,152 @@
+/* rpc_wire.c — the hand-written protobuf wire reading shared by rpc_produce.c and
+ * rpc_fetch.c (rpc_wire.h). */
+#include "rpc/rpc_wire.h"
+
+int fr_wire_corrupt(const fr_wire *w, const char *why, fr_error *err)
+{
+    return fr_fail(err, FR_ECORRUPT, "%s: malformed protobuf body (%s at byte %zu of %zu)",
+                   w->what, why, w->at, w->n);
+}
+
+int fr_wire_varint(fr_wire *w, uint64_t *v, fr_error *err)
+{
+    uint64_t x = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (w->at >= w->n) return fr_wire_corrupt(w, "truncated varint", err);
+        uint8_t b = w->p[w->at++];
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return 0;
+        }
+    }
+    return fr_wire_corrupt(w, "varint over 10 bytes", err);
+}
+
+/* As protobuf-c does (and the two must agree on what they take), a key has at most 5 bytes
+ * and its field number keeps the low 32 bits; numbers above the specification's 2^29 - 1
+ * are unknown fields, skipped like any other. */
+int fr_wire_key(fr_wire *w, uint32_t *field, int *type, fr_error *err)
+{
+    size_t start = w->at;
+    uint64_t key;
+    FR_TRY(fr_wire_varint(w, &key, err));
+    if (w->at - start > 5) return fr_wire_corrupt(w, "field key over 5 bytes", err);
+    *type = (int)(key & 7);
+    FR_CHECK((uint32_t)(key >> 3) != 0, FR_ECORRUPT, err,
+             "%s: malformed protobuf body (field number 0 at byte %zu)", w->what, start);
+    *field = (uint32_t)(key >> 3);
+    return 0;
+}
+
+/* As protobuf-c reads it: a length prefix of at most 5 bytes, its value kept to 32 bits. */
+int fr_wire_len(fr_wire *w, fr_wire *sub, fr_error *err)
+{
+    size_t start = w->at;
+    uint64_t v;
+    FR_TRY(fr_wire_varint(w, &v, err));
+    if (w->at - start > 5) return fr_wire_corrupt(w, "length prefix over 5 bytes", err);
+    uint32_t len = (uint32_t)v;
+    if (len > w->n - w->at) return fr_wire_corrupt(w, "length past the end", err);
+    *sub = (fr_wire){w->p + w->at, (size_t)len, 0, w->what};
+    w->at += (size_t)len;
+    return 0;
+}
+
+int fr_wire_skip(fr_wire *w, int type, fr_error *err)
+{
+    uint64_t v;
+    fr_wire sub;
+    switch (type) {
+    case FR_WT_VARINT: return fr_wire_varint(w, &v, err);
+    case FR_WT_LEN: return fr_wire_len(w, &sub, err);
+    case FR_WT_I64:
+    case FR_WT_I32: {
+        size_t k = type == FR_WT_I64 ? 8 : 4;
+        if (k > w->n - w->at) return fr_wire_corrupt(w, "truncated fixed-width value", err);
+        w->at += k;
+        return 0;
+    }
+    default: return fr_wire_corrupt(w, "unsupported wire type", err);
+    }
+}
+
+int fr_wire_want(const fr_wire *w, int type, int want, fr_error *err)
+{
+    return type == want ? 0 : fr_wire_corrupt(w, "a field with the wrong wire type", err);
+}
+
+int fr_wire_int64(fr_wire *w, int type, int64_t *v, fr_error *err)
+{
+    uint64_t u;
+    FR_TRY(fr_wire_want(w, type, FR_WT_VARINT, err));
+    FR_TRY(fr_wire_varint(w, &u, err));
+    *v = (int64_t)u;
+    return 0;
+}
+
+int fr_wire_int32(fr_wire *w, int type, int32_t *v, fr_error *err)
+{
+    uint64_t u;
+    FR_TRY(fr_wire_want(w, type, FR_WT_VARINT, err));
+    FR_TRY(fr_wire_varint(w, &u, err));
+    *v = (int32_t)(uint32_t)u;
+    return 0;
+}
+
+int fr_wire_string(fr_wire *w, int type, char **s, fr_error *err)
+{
+    fr_wire sub;
+    FR_TRY(fr_wire_want(w, type, FR_WT_LEN, err));
+    FR_TRY(fr_wire_len(w, &sub, err));
+    char *copy = fr_malloc(sub.n + 1);
+    FR_CHECK(copy, FR_ENOMEM, err, "%s: out of memory", w->what);
+    memcpy(copy, sub.p, sub.n);
+    copy[sub.n] = '\0';
+    /* An unset string is protobuf-c's shared empty string, not ours to free. */
+    if (*s != protobuf_c_empty_string) fr_free(*s);
+    *s = copy;
+    return 0;
+}
+
+int fr_wire_bytes_in_place(fr_wire *w, int type, ProtobufCBinaryData *out, fr_error *err)
+{
+    fr_wire sub;
+    FR_TRY(fr_wire_want(w, type, FR_WT_LEN, err));
+    FR_TRY(fr_wire_len(w, &sub, err));
+    out->data = sub.n ? (uint8_t *)sub.p : NULL;
+    out->len = sub.n;
+    return 0;
+}
+
+int fr_wire_path(fr_wire *w, int type, Firth__TablePath **path, fr_error *err)
+{
+    fr_wire sub;
+    FR_TRY(fr_wire_want(w, type, FR_WT_LEN, err));
+    FR_TRY(fr_wire_len(w, &sub, err));
+    if (!*path) {
+        *path = fr_malloc(sizeof **path);
+        FR_CHECK(*path, FR_ENOMEM, err, "%s: out of memory", w->what);
+        firth__table_path__init(*path);
+    }
+    while (sub.at < sub.n) {
+        uint32_t field;
+        int t;
+        FR_TRY(fr_wire_key(&sub, &field, &t, err));
+        if (field == 1) FR_TRY(fr_wire_string(&sub, t, &(*path)->database, err));
+        else if (field == 2) FR_TRY(fr_wire_string(&sub, t, &(*path)->table, err));
+        else FR_TRY(fr_wire_skip(&sub, t, err));
+    }
+    return 0;
+}
+
+int fr_wire_grow(void **array, size_t n, size_t *cap, const fr_wire *w, fr_error *err)
+{
+    if (n < *cap) return 0;
+    size_t ncap = *cap ? *cap * 2 : 4;
+    void **na = fr_realloc(*array, ncap * sizeof *na);
+    FR_CHECK(na, FR_ENOMEM, err, "%s: out of memory", w->what);
+    *array = na;
+    *cap = ncap;
+    return 0;
+}

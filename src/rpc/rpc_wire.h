@@ -1,0 +1,57 @@
+/* rpc_wire.h — reading the protobuf wire format by hand (internal to the rpc module), for
+ * the messages whose record batches are left in their frame instead of being copied out by
+ * protobuf-c: produce_log requests (rpc_produce.c) and fetch_log responses (rpc_fetch.c).
+ *
+ * Wire format: each field is a varint key (number << 3 | wire type) and a value: a varint
+ * (type 0), 8 bytes (1), a varint length and that many bytes (2), or 4 bytes (5). Groups
+ * (3, 4) are not protobuf 3 and are refused, as is field number 0. The messages are built
+ * as protobuf-c builds them (every part fr_malloc'd, strings NUL-terminated), so that
+ * protobuf-c frees them; a scalar field that appears twice takes its last value, a message
+ * field that appears twice is merged, as the protobuf specification says.
+ *
+ * Invariants: never reads outside the bytes given; every length is checked before use. */
+#ifndef FIRTH_RPC_WIRE_H
+#define FIRTH_RPC_WIRE_H
+
+#include "rpc/rpc.h"
+
+/* A span of wire bytes being read; `what` names the message in errors. */
+typedef struct fr_wire {
+    const uint8_t *p;
+    size_t n, at;
+    const char *what;
+} fr_wire;
+
+enum { FR_WT_VARINT = 0, FR_WT_I64 = 1, FR_WT_LEN = 2, FR_WT_I32 = 5 };
+
+/* FR_ECORRUPT naming the message, what is wrong and where. */
+int fr_wire_corrupt(const fr_wire *w, const char *why, fr_error *err);
+int fr_wire_varint(fr_wire *w, uint64_t *v, fr_error *err);
+/* A field's key: *field (never 0) and *type. */
+int fr_wire_key(fr_wire *w, uint32_t *field, int *type, fr_error *err);
+/* A length-delimited value: *sub covers its bytes. */
+int fr_wire_len(fr_wire *w, fr_wire *sub, fr_error *err);
+/* Skips the value of a field the reader does not read. */
+int fr_wire_skip(fr_wire *w, int type, fr_error *err);
+int fr_wire_want(const fr_wire *w, int type, int want, fr_error *err);
+/* A varint field (its wire type checked), as int64, or truncated to int32 as protobuf-c
+ * does. */
+int fr_wire_int64(fr_wire *w, int type, int64_t *v, fr_error *err);
+int fr_wire_int32(fr_wire *w, int type, int32_t *v, fr_error *err);
+/* A string field: a NUL-terminated copy replacing *s (protobuf-c's shared empty string or
+ * an earlier copy). */
+int fr_wire_string(fr_wire *w, int type, char **s, fr_error *err);
+/* A bytes field left in place: *out points into the wire's bytes (not owned). */
+int fr_wire_bytes_in_place(fr_wire *w, int type, ProtobufCBinaryData *out, fr_error *err);
+/* A TablePath message merged into *path (allocated on first use). */
+int fr_wire_path(fr_wire *w, int type, Firth__TablePath **path, fr_error *err);
+/* Room for one more pointer in the array *array of n (capacity *cap), for a repeated
+ * message field. */
+int fr_wire_grow(void **array, size_t n, size_t *cap, const fr_wire *w, fr_error *err);
+
+/* rpc_fetch.c: whether m is a fetch_log response of fr_rpc_fetch_unpack (holding its
+ * frame), and the clearing of its records before protobuf-c frees it (fr_rpc_free). */
+bool fr_rpc_fetch_is_kept(const ProtobufCMessage *m);
+void fr_rpc_fetch_release(ProtobufCMessage *m);
+
+#endif
