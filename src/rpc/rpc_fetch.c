@@ -9,26 +9,21 @@
  * records, and protobuf-c then frees the rest, the frame's memory with it. */
 #include "rpc/rpc_wire.h"
 
-static int parse_error_fields(fr_wire sub, Firth__Error *e, fr_error *err)
+static int error_field(fr_wire *w, uint32_t field, int type, void *m, fr_error *err)
 {
-    while (sub.at < sub.n) {
-        uint32_t field;
-        int t;
-        int32_t code;
-        FR_TRY(fr_wire_key(&sub, &field, &t, err));
-        switch (field) {
-        case 1:
-            FR_TRY(fr_wire_int32(&sub, t, &code, err));
-            e->code = (Firth__ErrorCode)code;
-            break;
-        case 2: FR_TRY(fr_wire_string(&sub, t, &e->message, err)); break;
-        case 3: FR_TRY(fr_wire_int32(&sub, t, &e->line, err)); break;
-        case 4: FR_TRY(fr_wire_int32(&sub, t, &e->column, err)); break;
-        case 5: FR_TRY(fr_wire_int32(&sub, t, &e->statement, err)); break;
-        default: FR_TRY(fr_wire_skip(&sub, t, err));
-        }
+    Firth__Error *e = m;
+    int32_t code;
+    switch (field) {
+    case 1:
+        FR_TRY(fr_wire_int32(w, type, &code, err));
+        e->code = (Firth__ErrorCode)code;
+        return 0;
+    case 2: return fr_wire_string(w, type, &e->message, err);
+    case 3: return fr_wire_int32(w, type, &e->line, err);
+    case 4: return fr_wire_int32(w, type, &e->column, err);
+    case 5: return fr_wire_int32(w, type, &e->statement, err);
+    default: return FR_WIRE_UNKNOWN;
     }
-    return 0;
 }
 
 /* An Error field into *out. A second occurrence replaces the first as protobuf-c merges
@@ -42,7 +37,7 @@ static int parse_error(fr_wire *w, int type, Firth__Error **out, fr_error *err)
     Firth__Error *e = fr_malloc(sizeof *e);
     FR_CHECK(e, FR_ENOMEM, err, "%s: out of memory", w->what);
     firth__error__init(e);
-    int rc = parse_error_fields(sub, e, err);
+    int rc = fr_wire_fields(sub, error_field, e, err);
     if (rc < 0) {
         fr_rpc_free(&e->base);
         return rc;
@@ -56,76 +51,59 @@ static int parse_error(fr_wire *w, int type, Firth__Error **out, fr_error *err)
     return 0;
 }
 
-static int parse_bucket(fr_wire w, Firth__FetchBucketResult *b, fr_error *err)
+static int bucket_field(fr_wire *w, uint32_t field, int type, void *m, fr_error *err)
 {
-    while (w.at < w.n) {
-        uint32_t field;
-        int type;
-        FR_TRY(fr_wire_key(&w, &field, &type, err));
-        switch (field) {
-        case 1: FR_TRY(fr_wire_int64(&w, type, &b->partition_id, err)); break;
-        case 2: FR_TRY(fr_wire_int32(&w, type, &b->bucket, err)); break;
-        case 3: FR_TRY(parse_error(&w, type, &b->error, err)); break;
-        case 4: FR_TRY(fr_wire_int64(&w, type, &b->high_watermark, err)); break;
-        case 5: FR_TRY(fr_wire_int64(&w, type, &b->log_start_offset, err)); break;
-        case 6: FR_TRY(fr_wire_bytes_in_place(&w, type, &b->records, err)); break;
-        case 7: FR_TRY(fr_wire_int64(&w, type, &b->next_offset, err)); break;
-        default: FR_TRY(fr_wire_skip(&w, type, err));
-        }
+    Firth__FetchBucketResult *b = m;
+    switch (field) {
+    case 1: return fr_wire_int64(w, type, &b->partition_id, err);
+    case 2: return fr_wire_int32(w, type, &b->bucket, err);
+    case 3: return parse_error(w, type, &b->error, err);
+    case 4: return fr_wire_int64(w, type, &b->high_watermark, err);
+    case 5: return fr_wire_int64(w, type, &b->log_start_offset, err);
+    case 6: return fr_wire_bytes_in_place(w, type, &b->records, err);
+    case 7: return fr_wire_int64(w, type, &b->next_offset, err);
+    default: return FR_WIRE_UNKNOWN;
     }
-    return 0;
 }
 
-static int parse_table(fr_wire w, Firth__FetchTableResult *t, fr_error *err)
+/* A FetchTableResult being read, with its buckets array's capacity. */
+typedef struct table_read {
+    Firth__FetchTableResult *t;
+    size_t cap;
+} table_read;
+
+static int table_field(fr_wire *w, uint32_t field, int type, void *m, fr_error *err)
 {
-    size_t cap = 0;
-    while (w.at < w.n) {
-        uint32_t field;
-        int type;
-        fr_wire sub;
-        FR_TRY(fr_wire_key(&w, &field, &type, err));
-        switch (field) {
-        case 1: FR_TRY(fr_wire_path(&w, type, &t->path, err)); break;
-        case 2: FR_TRY(parse_error(&w, type, &t->error, err)); break;
-        case 3: {
-            FR_TRY(fr_wire_want(&w, type, FR_WT_LEN, err));
-            FR_TRY(fr_wire_len(&w, &sub, err));
-            FR_TRY(fr_wire_grow((void **)&t->buckets, t->n_buckets, &cap, &w, err));
-            Firth__FetchBucketResult *b = fr_malloc(sizeof *b);
-            FR_CHECK(b, FR_ENOMEM, err, "%s: out of memory", w.what);
-            firth__fetch_bucket_result__init(b);
-            t->buckets[t->n_buckets++] = b;
-            FR_TRY(parse_bucket(sub, b, err));
-            break;
-        }
-        default: FR_TRY(fr_wire_skip(&w, type, err));
-        }
+    table_read *r = m;
+    fr_wire sub;
+    void *b = NULL;
+    switch (field) {
+    case 1: return fr_wire_path(w, type, &r->t->path, err);
+    case 2: return parse_error(w, type, &r->t->error, err);
+    case 3:
+        FR_TRY(fr_wire_element(w, type, &firth__fetch_bucket_result__descriptor,
+                               (void ***)&r->t->buckets, &r->t->n_buckets, &r->cap, &sub, &b,
+                               err));
+        return fr_wire_fields(sub, bucket_field, b, err);
+    default: return FR_WIRE_UNKNOWN;
     }
-    return 0;
 }
 
-static int parse_response(fr_wire w, Firth__FetchLogResponse *m, fr_error *err)
+/* The response being read, with its tables array's capacity. */
+typedef struct response_read {
+    Firth__FetchLogResponse *m;
+    size_t cap;
+} response_read;
+
+static int response_field(fr_wire *w, uint32_t field, int type, void *m, fr_error *err)
 {
-    size_t cap = 0;
-    while (w.at < w.n) {
-        uint32_t field;
-        int type;
-        fr_wire sub;
-        FR_TRY(fr_wire_key(&w, &field, &type, err));
-        if (field != 1) {
-            FR_TRY(fr_wire_skip(&w, type, err));
-            continue;
-        }
-        FR_TRY(fr_wire_want(&w, type, FR_WT_LEN, err));
-        FR_TRY(fr_wire_len(&w, &sub, err));
-        FR_TRY(fr_wire_grow((void **)&m->tables, m->n_tables, &cap, &w, err));
-        Firth__FetchTableResult *t = fr_malloc(sizeof *t);
-        FR_CHECK(t, FR_ENOMEM, err, "%s: out of memory", w.what);
-        firth__fetch_table_result__init(t);
-        m->tables[m->n_tables++] = t;
-        FR_TRY(parse_table(sub, t, err));
-    }
-    return 0;
+    response_read *r = m;
+    fr_wire sub;
+    void *t = NULL;
+    if (field != 1) return FR_WIRE_UNKNOWN;
+    FR_TRY(fr_wire_element(w, type, &firth__fetch_table_result__descriptor,
+                           (void ***)&r->m->tables, &r->m->n_tables, &r->cap, &sub, &t, err));
+    return fr_wire_fields(sub, table_field, &(table_read){.t = t}, err);
 }
 
 bool fr_rpc_fetch_is_kept(const ProtobufCMessage *m)
@@ -163,7 +141,8 @@ int fr_rpc_fetch_unpack(const fr_rpc_frame *f, uint8_t *block, Firth__FetchLogRe
     mark->data = block;
     m->base.unknown_fields = mark;
     m->base.n_unknown_fields = 1;
-    int rc = parse_response((fr_wire){f->body, f->body_len, 0, "fetch_log response"}, m, err);
+    int rc = fr_wire_fields((fr_wire){f->body, f->body_len, 0, "fetch_log response"},
+                            response_field, &(response_read){.m = m}, err);
     if (rc < 0) {
         fr_rpc_free(&m->base);
         return rc;

@@ -10,58 +10,39 @@
 
 #include <assert.h>
 
-static int parse_bucket(fr_wire w, Firth__ProduceBucket *b, fr_error *err)
+static int bucket_field(fr_wire *w, uint32_t field, int type, void *m, fr_error *err)
 {
-    while (w.at < w.n) {
-        uint32_t field;
-        int type;
-        FR_TRY(fr_wire_key(&w, &field, &type, err));
-        switch (field) {
-        case 1: FR_TRY(fr_wire_int64(&w, type, &b->partition_id, err)); break;
-        case 2: FR_TRY(fr_wire_int32(&w, type, &b->bucket, err)); break;
-        case 3: FR_TRY(fr_wire_bytes_in_place(&w, type, &b->records, err)); break;
-        default: FR_TRY(fr_wire_skip(&w, type, err));
-        }
+    Firth__ProduceBucket *b = m;
+    switch (field) {
+    case 1: return fr_wire_int64(w, type, &b->partition_id, err);
+    case 2: return fr_wire_int32(w, type, &b->bucket, err);
+    case 3: return fr_wire_bytes_in_place(w, type, &b->records, err);
+    default: return FR_WIRE_UNKNOWN;
     }
-    return 0;
 }
 
-/* Adds a new, initialized bucket entry to m. */
-static int add_bucket(Firth__ProduceLogRequest *m, size_t *cap, const fr_wire *w,
-                      Firth__ProduceBucket **out, fr_error *err)
-{
-    FR_TRY(fr_wire_grow((void **)&m->buckets, m->n_buckets, cap, w, err));
-    Firth__ProduceBucket *b = fr_malloc(sizeof *b);
-    FR_CHECK(b, FR_ENOMEM, err, "%s: out of memory", w->what);
-    firth__produce_bucket__init(b);
-    m->buckets[m->n_buckets++] = b;
-    *out = b;
-    return 0;
-}
+/* The request being read, with its buckets array's capacity. */
+typedef struct request_read {
+    Firth__ProduceLogRequest *m;
+    size_t cap;
+} request_read;
 
-static int parse_request(fr_wire w, Firth__ProduceLogRequest *m, fr_error *err)
+static int request_field(fr_wire *w, uint32_t field, int type, void *m, fr_error *err)
 {
-    size_t cap = 0;
-    while (w.at < w.n) {
-        uint32_t field;
-        int type;
-        fr_wire sub;
-        Firth__ProduceBucket *b = NULL;
-        FR_TRY(fr_wire_key(&w, &field, &type, err));
-        switch (field) {
-        case 1: FR_TRY(fr_wire_path(&w, type, &m->path, err)); break;
-        case 2: FR_TRY(fr_wire_int64(&w, type, &m->table_id, err)); break;
-        case 3: FR_TRY(fr_wire_int64(&w, type, &m->writer_id, err)); break;
-        case 4:
-            FR_TRY(fr_wire_want(&w, type, FR_WT_LEN, err));
-            FR_TRY(fr_wire_len(&w, &sub, err));
-            FR_TRY(add_bucket(m, &cap, &w, &b, err));
-            FR_TRY(parse_bucket(sub, b, err));
-            break;
-        default: FR_TRY(fr_wire_skip(&w, type, err));
-        }
+    request_read *r = m;
+    fr_wire sub;
+    void *b = NULL;
+    switch (field) {
+    case 1: return fr_wire_path(w, type, &r->m->path, err);
+    case 2: return fr_wire_int64(w, type, &r->m->table_id, err);
+    case 3: return fr_wire_int64(w, type, &r->m->writer_id, err);
+    case 4:
+        FR_TRY(fr_wire_element(w, type, &firth__produce_bucket__descriptor,
+                               (void ***)&r->m->buckets, &r->m->n_buckets, &r->cap, &sub, &b,
+                               err));
+        return fr_wire_fields(sub, bucket_field, b, err);
+    default: return FR_WIRE_UNKNOWN;
     }
-    return 0;
 }
 
 void fr_rpc_produce_free(Firth__ProduceLogRequest *m)
@@ -96,7 +77,8 @@ int fr_rpc_produce_unpack(const fr_rpc_frame *f, Firth__ProduceLogRequest **out,
         return fr_fail(err, FR_ENOMEM, "produce_log request: out of memory");
     }
     firth__produce_log_request__init(m);
-    int rc = parse_request((fr_wire){f->body, f->body_len, 0, "produce_log request"}, m, err);
+    int rc = fr_wire_fields((fr_wire){f->body, f->body_len, 0, "produce_log request"},
+                            request_field, &(request_read){.m = m}, err);
     if (rc == 0) rc = fr_rpc_request_check(FR_RPC_PRODUCE_LOG, &m->base, err);
     if (rc < 0) {
         fr_rpc_produce_free(m);

@@ -119,6 +119,14 @@ int fr_wire_bytes_in_place(fr_wire *w, int type, ProtobufCBinaryData *out, fr_er
     return 0;
 }
 
+static int path_field(fr_wire *w, uint32_t field, int type, void *m, fr_error *err)
+{
+    Firth__TablePath *path = m;
+    if (field == 1) return fr_wire_string(w, type, &path->database, err);
+    if (field == 2) return fr_wire_string(w, type, &path->table, err);
+    return FR_WIRE_UNKNOWN;
+}
+
 int fr_wire_path(fr_wire *w, int type, Firth__TablePath **path, fr_error *err)
 {
     fr_wire sub;
@@ -129,24 +137,38 @@ int fr_wire_path(fr_wire *w, int type, Firth__TablePath **path, fr_error *err)
         FR_CHECK(*path, FR_ENOMEM, err, "%s: out of memory", w->what);
         firth__table_path__init(*path);
     }
-    while (sub.at < sub.n) {
-        uint32_t field;
-        int t;
-        FR_TRY(fr_wire_key(&sub, &field, &t, err));
-        if (field == 1) FR_TRY(fr_wire_string(&sub, t, &(*path)->database, err));
-        else if (field == 2) FR_TRY(fr_wire_string(&sub, t, &(*path)->table, err));
-        else FR_TRY(fr_wire_skip(&sub, t, err));
+    return fr_wire_fields(sub, path_field, *path, err);
+}
+
+int fr_wire_element(fr_wire *w, int type, const ProtobufCMessageDescriptor *d, void ***items,
+                    size_t *n, size_t *cap, fr_wire *sub, void **out, fr_error *err)
+{
+    FR_TRY(fr_wire_want(w, type, FR_WT_LEN, err));
+    FR_TRY(fr_wire_len(w, sub, err));
+    if (*n == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 4;
+        void **na = fr_realloc(*items, ncap * sizeof *na);
+        FR_CHECK(na, FR_ENOMEM, err, "%s: out of memory", w->what);
+        *items = na;
+        *cap = ncap;
     }
+    void *m = fr_malloc(d->sizeof_message);
+    FR_CHECK(m, FR_ENOMEM, err, "%s: out of memory", w->what);
+    protobuf_c_message_init(d, m);
+    (*items)[(*n)++] = m;
+    *out = m;
     return 0;
 }
 
-int fr_wire_grow(void **array, size_t n, size_t *cap, const fr_wire *w, fr_error *err)
+int fr_wire_fields(fr_wire w, fr_wire_field_fn fn, void *m, fr_error *err)
 {
-    if (n < *cap) return 0;
-    size_t ncap = *cap ? *cap * 2 : 4;
-    void **na = fr_realloc(*array, ncap * sizeof *na);
-    FR_CHECK(na, FR_ENOMEM, err, "%s: out of memory", w->what);
-    *array = na;
-    *cap = ncap;
+    while (w.at < w.n) {
+        uint32_t field;
+        int type;
+        FR_TRY(fr_wire_key(&w, &field, &type, err));
+        int rc = fn(&w, field, type, m, err);
+        if (rc == FR_WIRE_UNKNOWN) rc = fr_wire_skip(&w, type, err);
+        if (rc < 0) return rc;
+    }
     return 0;
 }

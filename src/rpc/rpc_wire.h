@@ -45,9 +45,18 @@ int fr_wire_string(fr_wire *w, int type, char **s, fr_error *err);
 int fr_wire_bytes_in_place(fr_wire *w, int type, ProtobufCBinaryData *out, fr_error *err);
 /* A TablePath message merged into *path (allocated on first use). */
 int fr_wire_path(fr_wire *w, int type, Firth__TablePath **path, fr_error *err);
-/* Room for one more pointer in the array *array of n (capacity *cap), for a repeated
- * message field. */
-int fr_wire_grow(void **array, size_t n, size_t *cap, const fr_wire *w, fr_error *err);
+/* A message's reader of one field: reads the value of `field` (of wire type `type`) from
+ * w into the message m, or returns FR_WIRE_UNKNOWN to have it skipped. */
+#define FR_WIRE_UNKNOWN 1
+typedef int (*fr_wire_field_fn)(fr_wire *w, uint32_t field, int type, void *m, fr_error *err);
+/* Reads every field of the message in w with fn. */
+int fr_wire_fields(fr_wire w, fr_wire_field_fn fn, void *m, fr_error *err);
+
+/* The next element of a repeated message field (its wire type checked): a new message of
+ * type d, initialized, appended to the array *items of *n (capacity *cap) and returned in
+ * *out; *sub covers its bytes. */
+int fr_wire_element(fr_wire *w, int type, const ProtobufCMessageDescriptor *d, void ***items,
+                    size_t *n, size_t *cap, fr_wire *sub, void **out, fr_error *err);
 
 /* rpc_fetch.c: whether m is a fetch_log response of fr_rpc_fetch_unpack (holding its
  * frame), and the clearing of its records before protobuf-c frees it (fr_rpc_free). */

@@ -1311,6 +1311,18 @@ static uint64_t tm_next(void)
     return tm_rng;
 }
 
+/* The seed of a randomized test (FIRTH_TEST_SEED, else the time), printed for replay; it
+ * seeds tm_next, salted per test. */
+static uint64_t tm_seed(const char *test, uint64_t salt)
+{
+    const char *env = getenv("FIRTH_TEST_SEED");
+    uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
+    print_message("%s: seed %llu (set FIRTH_TEST_SEED to replay)\n", test,
+                  (unsigned long long)seed);
+    tm_rng = seed * 2654435761u + salt;
+    return seed;
+}
+
 static char *tm_random_name(char *buf, size_t cap)
 {
     size_t n = tm_next() % (cap - 1);
@@ -1341,17 +1353,35 @@ static bool tm_same_produce(const Firth__ProduceLogRequest *a, const Firth__Prod
     return true;
 }
 
+/* One body unpacked both ways: what the in-place unpack (rc2) accepts protobuf-c (rc1)
+ * must accept, with the same fields (same); counted in *both, or in *refused_more when
+ * only protobuf-c took it. */
+static void tm_in_place_verdict(uint64_t seed, int round, int rc1, int rc2, const fr_error *e1,
+                                const fr_error *e2, bool same, int *both, int *refused_more)
+{
+    if (rc2 == 0) {
+        if (rc1 != 0)
+            fail_msg("seed %llu round %d: accepted what protobuf-c refuses (%s)",
+                     (unsigned long long)seed, round, e1->msg);
+        if (!same)
+            fail_msg("seed %llu round %d: unpacked differently", (unsigned long long)seed, round);
+        (*both)++;
+        return;
+    }
+    assert_true(rc2 == FR_ECORRUPT || rc2 == FR_EINVAL || rc2 == FR_ELIMIT);
+    if (rc1 == 0) {
+        (*refused_more)++;
+        print_message("refused what protobuf-c took: %s\n", e2->msg);
+    }
+}
+
 /* fr_rpc_produce_unpack against protobuf-c's unpack of the same bodies: random requests and
  * random damage to them. What it accepts protobuf-c accepts, with the same fields, and the
  * records point into the body. */
 static void test_produce_in_place(void **state)
 {
     (void)state;
-    const char *env = getenv("FIRTH_TEST_SEED");
-    uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
-    print_message("produce_in_place: seed %llu (set FIRTH_TEST_SEED to replay)\n",
-                  (unsigned long long)seed);
-    tm_rng = seed * 2654435761u + 1;
+    uint64_t seed = tm_seed("produce_in_place", 1);
     int both = 0, refused_more = 0;
     for (int round = 0; round < 300; round++) {
         char db[12], tb[12];
@@ -1390,25 +1420,12 @@ static void test_produce_in_place(void **state)
             fr_error e1 = {0}, e2 = {0};
             int rc1 = fr_rpc_request_unpack(&f, &theirs, NULL, &e1);
             int rc2 = fr_rpc_produce_unpack(&f, &mine, NULL, &e2);
-            if (rc2 == 0) {
-                if (rc1 != 0)
-                    fail_msg("seed %llu round %d: accepted what protobuf-c refuses (%s)",
-                             (unsigned long long)seed, round, e1.msg);
-                if (!tm_same_produce((Firth__ProduceLogRequest *)theirs, mine))
-                    fail_msg("seed %llu round %d: unpacked differently", (unsigned long long)seed,
-                             round);
-                for (size_t i = 0; i < mine->n_buckets; i++)
-                    if (mine->buckets[i]->records.len)
-                        assert_true(mine->buckets[i]->records.data >= copy &&
-                                    mine->buckets[i]->records.data < copy + body.len);
-                both++;
-            } else {
-                assert_true(rc2 == FR_ECORRUPT || rc2 == FR_EINVAL || rc2 == FR_ELIMIT);
-                if (rc1 == 0) {
-                    refused_more++;
-                    print_message("refused what protobuf-c took: %s\n", e2.msg);
-                }
-            }
+            bool same = rc1 == 0 && rc2 == 0 && tm_same_produce((Firth__ProduceLogRequest *)theirs, mine);
+            tm_in_place_verdict(seed, round, rc1, rc2, &e1, &e2, same, &both, &refused_more);
+            for (size_t i = 0; rc2 == 0 && i < mine->n_buckets; i++)
+                if (mine->buckets[i]->records.len)
+                    assert_true(mine->buckets[i]->records.data >= copy &&
+                                mine->buckets[i]->records.data < copy + body.len);
             if (damage == 0) assert_int_equal(rc2, rc1);
             fr_rpc_free(theirs);
             fr_rpc_produce_free(mine);
@@ -1522,11 +1539,7 @@ static void tm_random_fetch(tm_fetch *f)
 static void test_fetch_in_place(void **state)
 {
     (void)state;
-    const char *env = getenv("FIRTH_TEST_SEED");
-    uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
-    print_message("fetch_in_place: seed %llu (set FIRTH_TEST_SEED to replay)\n",
-                  (unsigned long long)seed);
-    tm_rng = seed * 2654435761u + 7;
+    uint64_t seed = tm_seed("fetch_in_place", 7);
     int both = 0, refused_more = 0;
     tm_fetch *rf = fr_malloc(sizeof *rf);
     assert_non_null(rf);
@@ -1546,27 +1559,14 @@ static void test_fetch_in_place(void **state)
             fr_error e1 = {0}, e2 = {0};
             int rc1 = fr_rpc_response_unpack(FR_RPC_FETCH_LOG, &f, &theirs, &e1);
             int rc2 = fr_rpc_fetch_unpack(&f, block, &mine, &e2); /* takes the block */
-            if (rc2 == 0) {
-                if (rc1 != 0)
-                    fail_msg("seed %llu round %d: accepted what protobuf-c refuses (%s)",
-                             (unsigned long long)seed, round, e1.msg);
-                if (!tm_same_fetch((Firth__FetchLogResponse *)theirs, mine))
-                    fail_msg("seed %llu round %d: unpacked differently", (unsigned long long)seed,
-                             round);
-                for (size_t i = 0; i < mine->n_tables; i++)
-                    for (size_t k = 0; k < mine->tables[i]->n_buckets; k++) {
-                        const ProtobufCBinaryData *r = &mine->tables[i]->buckets[k]->records;
-                        if (r->len) assert_true(r->data >= block && r->data + r->len <= block + body.len);
-                    }
-                both++;
-            } else {
-                assert_null(mine);
-                assert_true(rc2 == FR_ECORRUPT);
-                if (rc1 == 0) {
-                    refused_more++;
-                    print_message("refused what protobuf-c took: %s\n", e2.msg);
+            bool same = rc1 == 0 && rc2 == 0 && tm_same_fetch((Firth__FetchLogResponse *)theirs, mine);
+            tm_in_place_verdict(seed, round, rc1, rc2, &e1, &e2, same, &both, &refused_more);
+            if (rc2 != 0) assert_null(mine);
+            for (size_t i = 0; rc2 == 0 && i < mine->n_tables; i++)
+                for (size_t k = 0; k < mine->tables[i]->n_buckets; k++) {
+                    const ProtobufCBinaryData *r = &mine->tables[i]->buckets[k]->records;
+                    if (r->len) assert_true(r->data >= block && r->data + r->len <= block + body.len);
                 }
-            }
             if (damage == 0) {
                 assert_int_equal(rc2, 0);
                 assert_int_equal(rc1, 0);
