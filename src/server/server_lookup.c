@@ -168,7 +168,9 @@ int srv_handle_lookup(fr_server *s, srv_job *j, fr_error *err)
         resp.buckets[i] = res;
         resp.n_buckets = i + 1;
     }
-    rc = srv_respond(j, FR_RPC_SUCCESS, &resp.base, err);
+    /* The rows go out from the buffers they were encoded into (taken by the job). */
+    rc = srv_respond_gather(j, &resp.base, bufs, (int)req->n_buckets, err);
+    bufs = NULL;
 fail:
     for (size_t i = 0; bufs && i < req->n_buckets; i++) fr_buf_free(&bufs[i]);
     fr_free(bufs);
@@ -290,7 +292,8 @@ int srv_handle_prefix_lookup(fr_server *s, srv_job *j, fr_error *err)
         resp.buckets[i] = res;
         resp.n_buckets = i + 1;
     }
-    rc = srv_respond(j, FR_RPC_SUCCESS, &resp.base, err);
+    rc = srv_respond_gather(j, &resp.base, bufs, (int)req->n_buckets, err);
+    bufs = NULL;
 fail:
     for (size_t i = 0; bufs && i < req->n_buckets; i++) fr_buf_free(&bufs[i]);
     fr_free(bufs);
