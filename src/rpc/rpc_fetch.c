@@ -34,8 +34,8 @@ static int parse_error(fr_wire *w, int type, Firth__Error **out, fr_error *err)
     fr_wire sub;
     FR_TRY(fr_wire_want(w, type, FR_WT_LEN, err));
     FR_TRY(fr_wire_len(w, &sub, err));
-    Firth__Error *e = fr_malloc(sizeof *e);
-    FR_CHECK(e, FR_ENOMEM, err, "%s: out of memory", w->what);
+    Firth__Error *e;
+    FR_TRY(fr_wire_alloc(w, sizeof *e, &e, err));
     firth__error__init(e);
     int rc = fr_wire_fields(sub, error_field, e, err);
     if (rc < 0) {
@@ -141,7 +141,8 @@ int fr_rpc_fetch_unpack(const fr_rpc_frame *f, uint8_t *block, Firth__FetchLogRe
     mark->data = block;
     m->base.unknown_fields = mark;
     m->base.n_unknown_fields = 1;
-    int rc = fr_wire_fields((fr_wire){f->body, f->body_len, 0, "fetch_log response"},
+    fr_wire_budget budget;
+    int rc = fr_wire_fields(fr_wire_start(f->body, f->body_len, "fetch_log response", &budget),
                             response_field, &(response_read){.m = m}, err);
     if (rc < 0) {
         fr_rpc_free(&m->base);

@@ -77,7 +77,8 @@ int fr_rpc_produce_unpack(const fr_rpc_frame *f, Firth__ProduceLogRequest **out,
         return fr_fail(err, FR_ENOMEM, "produce_log request: out of memory");
     }
     firth__produce_log_request__init(m);
-    int rc = fr_wire_fields((fr_wire){f->body, f->body_len, 0, "produce_log request"},
+    fr_wire_budget budget;
+    int rc = fr_wire_fields(fr_wire_start(f->body, f->body_len, "produce_log request", &budget),
                             request_field, &(request_read){.m = m}, err);
     if (rc == 0) rc = fr_rpc_request_check(FR_RPC_PRODUCE_LOG, &m->base, err);
     if (rc < 0) {

@@ -2,6 +2,34 @@
  * rpc_fetch.c (rpc_wire.h). */
 #include "rpc/rpc_wire.h"
 
+fr_wire fr_wire_start(const uint8_t *p, size_t n, const char *what, fr_wire_budget *b)
+{
+    size_t factor_room = (SIZE_MAX - FR_RPC_UNPACK_MEMORY_SLACK) / FR_RPC_UNPACK_MEMORY_FACTOR;
+    b->used = 0;
+    b->limit = (n < factor_room ? n * FR_RPC_UNPACK_MEMORY_FACTOR : SIZE_MAX / 2) +
+               FR_RPC_UNPACK_MEMORY_SLACK;
+    return (fr_wire){p, n, 0, what, b};
+}
+
+/* Counts size more bytes against the budget. */
+static int charge(const fr_wire *w, size_t size, fr_error *err)
+{
+    fr_wire_budget *b = w->budget;
+    FR_CHECK(size <= b->limit - b->used, FR_ELIMIT, err,
+             "%s: unpacking needs more than %zu bytes of memory", w->what, b->limit);
+    b->used += size;
+    return 0;
+}
+
+int fr_wire_alloc(const fr_wire *w, size_t size, void *out, fr_error *err)
+{
+    FR_TRY(charge(w, size, err));
+    void *p = fr_malloc(size ? size : 1);
+    FR_CHECK(p, FR_ENOMEM, err, "%s: out of memory", w->what);
+    memcpy(out, &p, sizeof p); /* out is the address of some pointer */
+    return 0;
+}
+
 int fr_wire_corrupt(const fr_wire *w, const char *why, fr_error *err)
 {
     return fr_fail(err, FR_ECORRUPT, "%s: malformed protobuf body (%s at byte %zu of %zu)",
@@ -48,7 +76,7 @@ int fr_wire_len(fr_wire *w, fr_wire *sub, fr_error *err)
     if (w->at - start > 5) return fr_wire_corrupt(w, "length prefix over 5 bytes", err);
     uint32_t len = (uint32_t)v;
     if (len > w->n - w->at) return fr_wire_corrupt(w, "length past the end", err);
-    *sub = (fr_wire){w->p + w->at, (size_t)len, 0, w->what};
+    *sub = (fr_wire){w->p + w->at, (size_t)len, 0, w->what, w->budget};
     w->at += (size_t)len;
     return 0;
 }
@@ -99,8 +127,8 @@ int fr_wire_string(fr_wire *w, int type, char **s, fr_error *err)
     fr_wire sub;
     FR_TRY(fr_wire_want(w, type, FR_WT_LEN, err));
     FR_TRY(fr_wire_len(w, &sub, err));
-    char *copy = fr_malloc(sub.n + 1);
-    FR_CHECK(copy, FR_ENOMEM, err, "%s: out of memory", w->what);
+    char *copy;
+    FR_TRY(fr_wire_alloc(w, sub.n + 1, &copy, err));
     memcpy(copy, sub.p, sub.n);
     copy[sub.n] = '\0';
     /* An unset string is protobuf-c's shared empty string, not ours to free. */
@@ -133,8 +161,7 @@ int fr_wire_path(fr_wire *w, int type, Firth__TablePath **path, fr_error *err)
     FR_TRY(fr_wire_want(w, type, FR_WT_LEN, err));
     FR_TRY(fr_wire_len(w, &sub, err));
     if (!*path) {
-        *path = fr_malloc(sizeof **path);
-        FR_CHECK(*path, FR_ENOMEM, err, "%s: out of memory", w->what);
+        FR_TRY(fr_wire_alloc(w, sizeof **path, path, err));
         firth__table_path__init(*path);
     }
     return fr_wire_fields(sub, path_field, *path, err);
@@ -147,13 +174,14 @@ int fr_wire_element(fr_wire *w, int type, const ProtobufCMessageDescriptor *d, v
     FR_TRY(fr_wire_len(w, sub, err));
     if (*n == *cap) {
         size_t ncap = *cap ? *cap * 2 : 4;
+        FR_TRY(charge(w, (ncap - *cap) * sizeof(void *), err));
         void **na = fr_realloc(*items, ncap * sizeof *na);
         FR_CHECK(na, FR_ENOMEM, err, "%s: out of memory", w->what);
         *items = na;
         *cap = ncap;
     }
-    void *m = fr_malloc(d->sizeof_message);
-    FR_CHECK(m, FR_ENOMEM, err, "%s: out of memory", w->what);
+    void *m;
+    FR_TRY(fr_wire_alloc(w, d->sizeof_message, &m, err));
     protobuf_c_message_init(d, m);
     (*items)[(*n)++] = m;
     *out = m;

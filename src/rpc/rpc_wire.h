@@ -15,12 +15,27 @@
 
 #include "rpc/rpc.h"
 
-/* A span of wire bytes being read; `what` names the message in errors. */
+/* The memory one unpack may allocate: as fr_rpc_unpack's, FR_RPC_UNPACK_MEMORY_FACTOR
+ * times the body plus FR_RPC_UNPACK_MEMORY_SLACK (a few bytes on the wire can ask for a
+ * struct of a hundred). */
+typedef struct fr_wire_budget {
+    size_t used, limit;
+} fr_wire_budget;
+
+/* A span of wire bytes being read; `what` names the message in errors; the budget is the
+ * whole unpack's. */
 typedef struct fr_wire {
     const uint8_t *p;
     size_t n, at;
     const char *what;
+    fr_wire_budget *budget;
 } fr_wire;
+
+/* The wire of a whole body of n bytes, with its budget (b, set up here). */
+fr_wire fr_wire_start(const uint8_t *p, size_t n, const char *what, fr_wire_budget *b);
+/* *out gets size bytes (fr_malloc'd) counted against the budget: FR_ELIMIT past it,
+ * FR_ENOMEM. */
+int fr_wire_alloc(const fr_wire *w, size_t size, void *out, fr_error *err);
 
 enum { FR_WT_VARINT = 0, FR_WT_I64 = 1, FR_WT_LEN = 2, FR_WT_I32 = 5 };
 

@@ -1582,6 +1582,45 @@ static void test_fetch_in_place(void **state)
     assert_int_equal(refused_more, 0);
 }
 
+/* A body of 300,000 empty repeated elements (2 bytes each on the wire, a struct of tens of
+ * bytes in memory) is over the unpack's memory budget for both in-place unpackers, as for
+ * protobuf-c: FR_ELIMIT, nothing allocated past the budget. */
+static void test_in_place_memory_budget(void **state)
+{
+    (void)state;
+    const size_t n = 300000;
+    for (int fetch = 0; fetch < 2; fetch++) {
+        uint8_t *body = fr_malloc(2 * n);
+        assert_non_null(body);
+        for (size_t i = 0; i < n; i++) {
+            body[2 * i] = fetch ? 0x0a : 0x22; /* field 1 (tables) or 4 (buckets), length 0 */
+            body[2 * i + 1] = 0;
+        }
+        fr_rpc_frame f = {.direction = fetch ? FR_RPC_RESPONSE : FR_RPC_REQUEST,
+                          .api_key = fetch ? FR_RPC_FETCH_LOG : FR_RPC_PRODUCE_LOG,
+                          .result = FR_RPC_SUCCESS, .request_id = 1, .body = body,
+                          .body_len = 2 * n};
+        ProtobufCMessage *theirs = NULL;
+        fr_error e1 = {0}, e2 = {0};
+        int rc1 = fetch ? fr_rpc_response_unpack(FR_RPC_FETCH_LOG, &f, &theirs, &e1)
+                        : fr_rpc_request_unpack(&f, &theirs, NULL, &e1);
+        assert_int_equal(rc1, FR_ELIMIT);
+        int rc2;
+        if (fetch) {
+            Firth__FetchLogResponse *mine = NULL;
+            rc2 = fr_rpc_fetch_unpack(&f, body, &mine, &e2); /* takes the body */
+            assert_null(mine);
+        } else {
+            Firth__ProduceLogRequest *mine = NULL;
+            rc2 = fr_rpc_produce_unpack(&f, &mine, NULL, &e2);
+            assert_null(mine);
+            fr_free(body);
+        }
+        assert_int_equal(rc2, FR_ELIMIT);
+        assert_non_null(strstr(e2.msg, "bytes of memory"));
+    }
+}
+
 /* ---- seed corpora -------------------------------------------------------------------------- */
 
 static void tm_write_file(const char *dir, const char *name, const uint8_t *p, size_t n)
@@ -1669,6 +1708,7 @@ int main(void)
         cmocka_unit_test(test_worked_example),
         cmocka_unit_test(test_produce_in_place),
         cmocka_unit_test(test_fetch_in_place),
+        cmocka_unit_test(test_in_place_memory_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
