@@ -17,9 +17,10 @@ static inline void bit_set(uint8_t *bits, int64_t i)
     bits[i >> 3] |= (uint8_t)(1u << (i & 7));
 }
 
-/* Copies one column of every run into bufs[0..3) (validity, offsets, values). */
-static int gather_column(const fr_type *type, int col, const fr_gather_run *runs, int nruns,
-                         int64_t rows, uint8_t **bufs, int64_t *null_count, fr_error *err)
+/* The validity of the gathered rows into bufs[0], and their null count. Runs whose column
+ * has no nulls set their bits without looking at each row's. */
+static int gather_validity(const fr_column *const *cols, const fr_gather_run *runs, int nruns,
+                           int64_t rows, uint8_t **bufs, int64_t *null_count, fr_error *err)
 {
     size_t bitmap = (size_t)(rows + 7) / 8 + 1;
     uint8_t *validity = fr_calloc(bitmap, 1);
@@ -27,20 +28,32 @@ static int gather_column(const fr_type *type, int col, const fr_gather_run *runs
     bufs[0] = validity;
     int64_t nulls = 0, at = 0;
     for (int r = 0; r < nruns; r++) {
-        const fr_column *c = fr_batch_column(runs[r].src, col);
+        const fr_column *c = cols[r];
         for (int64_t i = 0; i < runs[r].count; i++, at++) {
-            if (fr_column_is_null(c, runs[r].row + i)) nulls++;
+            if (c->validity && fr_column_is_null(c, runs[r].row + i)) nulls++;
             else bit_set(validity, at);
         }
     }
     *null_count = nulls;
+    return FR_OK;
+}
+
+/* Copies one column of every run (cols[r] is run r's) into bufs[0..3) (validity, offsets,
+ * values). */
+static int gather_column(const fr_type *type, const fr_column *const *cols,
+                         const fr_gather_run *runs, int nruns, int64_t rows, uint8_t **bufs,
+                         int64_t *null_count, fr_error *err)
+{
+    size_t bitmap = (size_t)(rows + 7) / 8 + 1;
+    int64_t at = 0;
+    FR_TRY(gather_validity(cols, runs, nruns, rows, bufs, null_count, err));
     if (type->id == FR_T_BOOLEAN) {
         uint8_t *v = fr_calloc(bitmap, 1);
         FR_CHECK(v, FR_ENOMEM, err, "out of memory gathering %lld rows", (long long)rows);
         bufs[2] = v;
         at = 0;
         for (int r = 0; r < nruns; r++) {
-            const fr_column *c = fr_batch_column(runs[r].src, col);
+            const fr_column *c = cols[r];
             for (int64_t i = 0; i < runs[r].count; i++, at++)
                 if (bit_get(c->values, runs[r].row + i)) bit_set(v, at);
         }
@@ -52,7 +65,7 @@ static int gather_column(const fr_type *type, int col, const fr_gather_run *runs
         FR_CHECK(v, FR_ENOMEM, err, "out of memory gathering %lld rows", (long long)rows);
         bufs[2] = v;
         for (int r = 0; r < nruns; r++) {
-            const fr_column *c = fr_batch_column(runs[r].src, col);
+            const fr_column *c = cols[r];
             size_t n = w * (size_t)runs[r].count;
             if (n) memcpy(v, c->values + w * (size_t)runs[r].row, n);
             v += n;
@@ -61,7 +74,7 @@ static int gather_column(const fr_type *type, int col, const fr_gather_run *runs
     }
     int64_t data = 0;
     for (int r = 0; r < nruns; r++) {
-        const fr_column *c = fr_batch_column(runs[r].src, col);
+        const fr_column *c = cols[r];
         data += (int64_t)c->offsets[runs[r].row + runs[r].count] - c->offsets[runs[r].row];
     }
     FR_CHECK(data <= INT32_MAX, FR_ELIMIT, err,
@@ -75,7 +88,7 @@ static int gather_column(const fr_type *type, int col, const fr_gather_run *runs
     at = 0;
     off[0] = 0;
     for (int r = 0; r < nruns; r++) {
-        const fr_column *c = fr_batch_column(runs[r].src, col);
+        const fr_column *c = cols[r];
         int32_t base = c->offsets[runs[r].row];
         int32_t len = c->offsets[runs[r].row + runs[r].count] - base;
         if (len) memcpy(v + pos, c->values + base, (size_t)len);
@@ -98,14 +111,19 @@ int fr_gather(const fr_schema *schema, const fr_gather_run *runs, int nruns, fr_
              FR_BATCH_ROWS_MAX);
     uint8_t **bufs = fr_calloc((size_t)ncols * 3 + 1, sizeof *bufs);
     int64_t *nulls = fr_calloc((size_t)ncols + 1, sizeof *nulls);
+    /* Each run's column, looked up once per column for all the passes over it. */
+    const fr_column **cols = fr_malloc(((size_t)nruns + 1) * sizeof *cols);
     int rc = FR_OK;
-    if (!bufs || !nulls) {
+    if (!bufs || !nulls || !cols) {
         rc = fr_fail(err, FR_ENOMEM, "out of memory gathering rows");
         goto fail;
     }
-    for (int c = 0; c < ncols; c++)
-        FR_GOTO(gather_column(&fr_schema_field(schema, c)->type, c, runs, nruns, rows,
+    for (int c = 0; c < ncols; c++) {
+        for (int r = 0; r < nruns; r++) cols[r] = fr_batch_column(runs[r].src, c);
+        FR_GOTO(gather_column(&fr_schema_field(schema, c)->type, cols, runs, nruns, rows,
                               bufs + 3 * c, &nulls[c], err));
+    }
+    fr_free(cols);
     rc = fr_batch_from_buffers(schema, rows, bufs, nulls, out, err);
     fr_free(bufs); /* the buffers are the batch's now, whatever happened */
     fr_free(nulls);
@@ -115,6 +133,7 @@ fail:
         for (int i = 0; i < ncols * 3; i++) fr_free(bufs[i]);
     fr_free(bufs);
     fr_free(nulls);
+    fr_free(cols);
     return rc;
 }
 
