@@ -17,8 +17,7 @@ static inline void bit_set(uint8_t *bits, int64_t i)
     bits[i >> 3] |= (uint8_t)(1u << (i & 7));
 }
 
-/* The validity of the gathered rows into bufs[0], and their null count. Runs whose column
- * has no nulls set their bits without looking at each row's. */
+/* The validity of the gathered rows into bufs[0], and their null count. */
 static int gather_validity(const fr_column *const *cols, const fr_gather_run *runs, int nruns,
                            int64_t rows, uint8_t **bufs, int64_t *null_count, fr_error *err)
 {
@@ -30,7 +29,7 @@ static int gather_validity(const fr_column *const *cols, const fr_gather_run *ru
     for (int r = 0; r < nruns; r++) {
         const fr_column *c = cols[r];
         for (int64_t i = 0; i < runs[r].count; i++, at++) {
-            if (c->validity && fr_column_is_null(c, runs[r].row + i)) nulls++;
+            if (fr_column_is_null(c, runs[r].row + i)) nulls++;
             else bit_set(validity, at);
         }
     }

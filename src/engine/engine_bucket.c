@@ -208,3 +208,11 @@ fail:
     fr_tpart_release(p);
     return rc;
 }
+
+void fr_buckets_close(fr_kv **kvs, fr_log **logs, int n, bool dropped)
+{
+    for (int b = 0; kvs && b < n; b++)
+        if (kvs[b]) dropped ? fr_kv_close_noflush(kvs[b]) : fr_kv_close(kvs[b]);
+    for (int b = 0; logs && b < n; b++)
+        if (logs[b]) dropped ? fr_log_close_noflush(logs[b]) : fr_log_close(logs[b]);
+}

@@ -215,6 +215,10 @@ int fr_tpart_new(fr_table *t, int64_t id, char *const *values, int64_t created_m
                  fr_tpart **out, fr_error *err);
 /* Closes and frees every partition of the table (at table destruction). */
 void fr_table_parts_clear(fr_table *t);
+/* Closes the KV stores, then the logs they use, of n buckets (NULL entries skipped). A
+ * dropped set's files are removed next, so nothing is flushed or synced first: a store's
+ * flush would write its memtables out only to delete them. */
+void fr_buckets_close(fr_kv **kvs, fr_log **logs, int n, bool dropped);
 /* A snapshot of the partitions (each retained), in name order; free with
  * fr_tparts_release. */
 int fr_table_parts_snapshot(fr_table *t, fr_tpart ***out, int *count, fr_error *err);

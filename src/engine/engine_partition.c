@@ -32,11 +32,7 @@ void fr_tpart_retain(fr_tpart *p)
 
 static void tpart_close_buckets(fr_tpart *p)
 {
-    bool gone = atomic_load(&p->dropped); /* its files are removed next: no syncs first */
-    for (int b = 0; p->kvs && b < p->nbuckets; b++)
-        if (p->kvs[b]) gone ? fr_kv_close_noflush(p->kvs[b]) : fr_kv_close(p->kvs[b]);
-    for (int b = 0; p->logs && b < p->nbuckets; b++)
-        if (p->logs[b]) gone ? fr_log_close_noflush(p->logs[b]) : fr_log_close(p->logs[b]);
+    fr_buckets_close(p->kvs, p->logs, p->nbuckets, atomic_load(&p->dropped));
     if (p->kvs) memset(p->kvs, 0, (size_t)p->nbuckets * sizeof *p->kvs);
     if (p->logs) memset(p->logs, 0, (size_t)p->nbuckets * sizeof *p->logs);
 }

@@ -86,13 +86,7 @@ static void table_destroy(fr_table *t)
 {
     fr_table_lake_free(t);
     fr_table_parts_clear(t);
-    /* A dropped table's files are removed next: nothing in them needs syncing first (a
-     * store's flush would write its memtables out only to delete them). */
-    bool gone = atomic_load(&t->dropped);
-    for (int b = 0; t->kvs && b < t->conf.nbuckets; b++) /* a KV store uses its log */
-        if (t->kvs[b]) gone ? fr_kv_close_noflush(t->kvs[b]) : fr_kv_close(t->kvs[b]);
-    for (int b = 0; t->logs && b < t->conf.nbuckets; b++)
-        if (t->logs[b]) gone ? fr_log_close_noflush(t->logs[b]) : fr_log_close(t->logs[b]);
+    fr_buckets_close(t->kvs, t->logs, t->conf.nbuckets, atomic_load(&t->dropped));
     fr_kv_env_release(t->kv_spec.env);
     const char *dirs[2] = {t->dir, t->kv_dir};
     for (int i = 0; i < 2 && atomic_load(&t->dropped); i++) {

@@ -150,13 +150,17 @@ static bool fr_rpc_has_field_zero(const ProtobufCMessage *m, int depth)
     return false;
 }
 
+size_t fr_rpc_unpack_limit(size_t n)
+{
+    size_t factor_room = (SIZE_MAX - FR_RPC_UNPACK_MEMORY_SLACK) / FR_RPC_UNPACK_MEMORY_FACTOR;
+    return (n < factor_room ? n * FR_RPC_UNPACK_MEMORY_FACTOR : SIZE_MAX / 2) +
+           FR_RPC_UNPACK_MEMORY_SLACK;
+}
+
 int fr_rpc_unpack(const ProtobufCMessageDescriptor *d, const char *what, const uint8_t *p, size_t n,
                   ProtobufCMessage **out, fr_error *err)
 {
-    fr_rpc_budget budget = { 0 };
-    size_t factor_room = (SIZE_MAX - FR_RPC_UNPACK_MEMORY_SLACK) / FR_RPC_UNPACK_MEMORY_FACTOR;
-    budget.limit = (n < factor_room ? n * FR_RPC_UNPACK_MEMORY_FACTOR : SIZE_MAX / 2) +
-                   FR_RPC_UNPACK_MEMORY_SLACK;
+    fr_rpc_budget budget = { .limit = fr_rpc_unpack_limit(n) };
     ProtobufCAllocator a = { fr_rpc_alloc, fr_rpc_dealloc, &budget };
     ProtobufCMessage *m = protobuf_c_message_unpack(d, &a, n, p);
     if (!m) {

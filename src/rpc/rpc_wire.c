@@ -4,10 +4,8 @@
 
 fr_wire fr_wire_start(const uint8_t *p, size_t n, const char *what, fr_wire_budget *b)
 {
-    size_t factor_room = (SIZE_MAX - FR_RPC_UNPACK_MEMORY_SLACK) / FR_RPC_UNPACK_MEMORY_FACTOR;
     b->used = 0;
-    b->limit = (n < factor_room ? n * FR_RPC_UNPACK_MEMORY_FACTOR : SIZE_MAX / 2) +
-               FR_RPC_UNPACK_MEMORY_SLACK;
+    b->limit = fr_rpc_unpack_limit(n);
     return (fr_wire){p, n, 0, what, b};
 }
 

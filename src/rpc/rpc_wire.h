@@ -6,8 +6,10 @@
  * (type 0), 8 bytes (1), a varint length and that many bytes (2), or 4 bytes (5). Groups
  * (3, 4) are not protobuf 3 and are refused, as is field number 0. The messages are built
  * as protobuf-c builds them (every part fr_malloc'd, strings NUL-terminated), so that
- * protobuf-c frees them; a scalar field that appears twice takes its last value, a message
- * field that appears twice is merged, as the protobuf specification says.
+ * protobuf-c frees them; a field that appears twice is read as protobuf-c reads it (the
+ * two must accept the same bodies with the same result): a scalar takes its last value, a
+ * string its last value, and a message field is merged the way protobuf-c merges it (see
+ * parse_error in rpc_fetch.c).
  *
  * Invariants: never reads outside the bytes given; every length is checked before use. */
 #ifndef FIRTH_RPC_WIRE_H
@@ -31,6 +33,8 @@ typedef struct fr_wire {
     fr_wire_budget *budget;
 } fr_wire;
 
+/* The most memory unpacking a body of n bytes may allocate (rpc_message.c). */
+size_t fr_rpc_unpack_limit(size_t n);
 /* The wire of a whole body of n bytes, with its budget (b, set up here). */
 fr_wire fr_wire_start(const uint8_t *p, size_t n, const char *what, fr_wire_budget *b);
 /* *out gets size bytes (fr_malloc'd) counted against the budget: FR_ELIMIT past it,
