@@ -90,8 +90,6 @@ void kv_env_apply(const fr_kv_env *env, rocksdb_options_t *opts)
     rocksdb_options_set_block_based_table_factory(opts, bbto);
     rocksdb_block_based_options_destroy(bbto);
     rocksdb_options_set_write_buffer_size(opts, env->memtable_bytes);
-    rocksdb_options_set_memtable_whole_key_filtering(opts, 1);
-    rocksdb_options_set_memtable_prefix_bloom_size_ratio(opts, KV_MEMTABLE_BLOOM_RATIO);
     /* Flushes and compactions hand their files to the disk a MiB at a time instead of
      * syncing a whole file at its end: that burst stalled the changelogs' fsyncs, on
      * which every primary-key write waits. */
