@@ -144,6 +144,10 @@ int kv_cols_finish(kv_cols *k, fr_batch **out, fr_error *err);
  * memtables have none: their hash table rules out an absent key with one probe, as a
  * filter would (kv_store.c). */
 #define KV_BLOOM_BITS 10
+/* The memtables' hash lists (kv_store.c, kv_env_hash_buckets): a head per KiB of the
+ * memtable a store can expect, and at least this many. */
+#define KV_HASH_BUCKET_BYTES 1024
+#define KV_HASH_BUCKETS_MIN 1024
 #define KV_BACKGROUND_FLUSHES 4
 #define KV_BACKGROUND_COMPACTIONS 2
 
@@ -151,6 +155,7 @@ struct fr_kv_env {
     atomic_int refs;
     rocksdb_cache_t *cache;
     size_t memtable_bytes; /* each store's write_buffer_size */
+    int64_t budget;        /* kv.write-buffer.bytes */
     int64_t flush_trigger; /* active memtables past this: the writing store flushes */
     int64_t flush_min;     /* ... when its own active memtable holds at least this */
     _Atomic int64_t active_bytes;
@@ -158,6 +163,8 @@ struct fr_kv_env {
 
 /* Sets the environment's cache and memtable size on a store's options. */
 void kv_env_apply(const fr_kv_env *env, rocksdb_options_t *opts);
+/* The hash list heads of a store's memtables, for a store opening now (kv_store.c). */
+size_t kv_env_hash_buckets(const fr_kv_env *env);
 
 /* ---- the store -------------------------------------------------------------------------- */
 

@@ -134,8 +134,6 @@ static void kv_set_compression(rocksdb_options_t *o)
  * for which RocksDB sorts the lists together once per scan. The lists keep the height and
  * branching of RocksDB's default skip list, so a column with few values costs no more than
  * one skip list did. The meta key hashes whole. */
-#define KV_HASH_BUCKET_BYTES 1024 /* one list head per KiB of memtable */
-#define KV_HASH_BUCKETS_MIN 1024
 #define KV_HASH_LIST_HEIGHT 12
 #define KV_HASH_LIST_BRANCHING 4
 
@@ -175,9 +173,7 @@ static int kv_set_memtable(fr_kv *kv, rocksdb_options_t *o, fr_error *err)
     rocksdb_slicetransform_t *st = rocksdb_slicetransform_create(
         first, fr_free, kv_hash_prefix, kv_hash_in_domain, kv_hash_in_range, kv_hash_name);
     rocksdb_options_set_prefix_extractor(o, st);
-    size_t buckets = kv->env->memtable_bytes / KV_HASH_BUCKET_BYTES;
-    if (buckets < KV_HASH_BUCKETS_MIN) buckets = KV_HASH_BUCKETS_MIN;
-    rocksdb_options_set_hash_skip_list_rep(o, buckets, KV_HASH_LIST_HEIGHT,
+    rocksdb_options_set_hash_skip_list_rep(o, kv_env_hash_buckets(kv->env), KV_HASH_LIST_HEIGHT,
                                            KV_HASH_LIST_BRANCHING);
     /* Only RocksDB's plain skip list takes inserts from several writers at once; a store's
      * writes are applied one at a time anyway (kv_finish). */
