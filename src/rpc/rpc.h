@@ -290,13 +290,16 @@ void fr_rpc_free(ProtobufCMessage *m);
  * (Firth__ProduceLogRequest *)msg). */
 int fr_rpc_request_unpack(const fr_rpc_frame *f, ProtobufCMessage **out,
                           Firth__ErrorCode *code, fr_error *err);
-/* fr_rpc_request_unpack for a produce_log request (f->api_key FR_RPC_PRODUCE_LOG), without
- * copying its record batches: each bucket's records point into f->body, which must live,
- * unchanged, as long as the message. The same checks and errors; free the message with
- * fr_rpc_produce_free, never fr_rpc_free (rpc_produce.c). */
-int fr_rpc_produce_unpack(const fr_rpc_frame *f, Firth__ProduceLogRequest **out,
-                          Firth__ErrorCode *code, fr_error *err);
-void fr_rpc_produce_free(Firth__ProduceLogRequest *m);
+/* Whether api's requests carry record batches that fr_rpc_request_unpack_in_place leaves
+ * in place: produce_log and put_kv. */
+bool fr_rpc_request_in_place(fr_rpc_api api);
+/* fr_rpc_request_unpack for a produce_log or put_kv request, without copying its record
+ * batches: each bucket's records point into f->body, which must live, unchanged, as long
+ * as the message. The same checks and errors; free the message with
+ * fr_rpc_request_free_in_place, never fr_rpc_free (rpc_requests.c). */
+int fr_rpc_request_unpack_in_place(const fr_rpc_frame *f, ProtobufCMessage **out,
+                                   Firth__ErrorCode *code, fr_error *err);
+void fr_rpc_request_free_in_place(ProtobufCMessage *m);
 /* fr_rpc_response_unpack for a SUCCESS frame of fetch_log, without copying its record
  * batches: each bucket's records point into f->body, which lies in `block` (fr_malloc'd
  * memory the message takes over, whatever the outcome; NULL when the body is empty).

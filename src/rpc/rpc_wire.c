@@ -1,4 +1,4 @@
-/* rpc_wire.c — the hand-written protobuf wire reading shared by rpc_produce.c and
+/* rpc_wire.c — the hand-written protobuf wire reading shared by rpc_requests.c and
  * rpc_fetch.c (rpc_wire.h). */
 #include "rpc/rpc_wire.h"
 
@@ -72,10 +72,12 @@ int fr_wire_len(fr_wire *w, fr_wire *sub, fr_error *err)
     uint64_t v;
     FR_TRY(fr_wire_varint(w, &v, err));
     if (w->at - start > 5) return fr_wire_corrupt(w, "length prefix over 5 bytes", err);
-    uint32_t len = (uint32_t)v;
+    /* protobuf-c refuses lengths over INT_MAX (a 5-byte prefix holds up to 2^35 - 1). */
+    if (v > INT32_MAX) return fr_wire_corrupt(w, "length over 2 GiB", err);
+    size_t len = (size_t)v;
     if (len > w->n - w->at) return fr_wire_corrupt(w, "length past the end", err);
-    *sub = (fr_wire){w->p + w->at, (size_t)len, 0, w->what, w->budget};
-    w->at += (size_t)len;
+    *sub = (fr_wire){w->p + w->at, len, 0, w->what, w->budget};
+    w->at += len;
     return 0;
 }
 
@@ -117,6 +119,40 @@ int fr_wire_int32(fr_wire *w, int type, int32_t *v, fr_error *err)
     FR_TRY(fr_wire_want(w, type, FR_WT_VARINT, err));
     FR_TRY(fr_wire_varint(w, &u, err));
     *v = (int32_t)(uint32_t)u;
+    return 0;
+}
+
+/* Appends one element to a repeated int32 array, as protobuf-c keeps it (the low 32 bits). */
+static int push_int32(const fr_wire *w, uint64_t u, int32_t **items, size_t *n, size_t *cap,
+                      fr_error *err)
+{
+    if (*n == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 8;
+        FR_TRY(charge(w, (ncap - *cap) * sizeof **items, err));
+        int32_t *na = fr_realloc(*items, ncap * sizeof *na);
+        FR_CHECK(na, FR_ENOMEM, err, "%s: out of memory", w->what);
+        *items = na;
+        *cap = ncap;
+    }
+    (*items)[(*n)++] = (int32_t)(uint32_t)u;
+    return 0;
+}
+
+int fr_wire_int32s(fr_wire *w, int type, int32_t **items, size_t *n, size_t *cap,
+                   fr_error *err)
+{
+    uint64_t u;
+    if (type == FR_WT_VARINT) {
+        FR_TRY(fr_wire_varint(w, &u, err));
+        return push_int32(w, u, items, n, cap, err);
+    }
+    fr_wire sub;
+    FR_TRY(fr_wire_want(w, type, FR_WT_LEN, err));
+    FR_TRY(fr_wire_len(w, &sub, err));
+    while (sub.at < sub.n) {
+        FR_TRY(fr_wire_varint(&sub, &u, err));
+        FR_TRY(push_int32(&sub, u, items, n, cap, err));
+    }
     return 0;
 }
 

@@ -1,6 +1,7 @@
 /* rpc_wire.h — reading the protobuf wire format by hand (internal to the rpc module), for
  * the messages whose record batches are left in their frame instead of being copied out by
- * protobuf-c: produce_log requests (rpc_produce.c) and fetch_log responses (rpc_fetch.c).
+ * protobuf-c: produce_log and put_kv requests (rpc_requests.c) and fetch_log responses
+ * (rpc_fetch.c).
  *
  * Wire format: each field is a varint key (number << 3 | wire type) and a value: a varint
  * (type 0), 8 bytes (1), a varint length and that many bytes (2), or 4 bytes (5). Groups
@@ -57,6 +58,10 @@ int fr_wire_want(const fr_wire *w, int type, int want, fr_error *err);
  * does. */
 int fr_wire_int64(fr_wire *w, int type, int64_t *v, fr_error *err);
 int fr_wire_int32(fr_wire *w, int type, int32_t *v, fr_error *err);
+/* One occurrence of a repeated int32 field, appended to the array *items of *n (capacity
+ * *cap): a varint, or a length-delimited run of them (packed); protobuf-c takes either. */
+int fr_wire_int32s(fr_wire *w, int type, int32_t **items, size_t *n, size_t *cap,
+                   fr_error *err);
 /* A string field: a NUL-terminated copy replacing *s (protobuf-c's shared empty string or
  * an earlier copy). */
 int fr_wire_string(fr_wire *w, int type, char **s, fr_error *err);

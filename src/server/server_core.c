@@ -24,8 +24,9 @@
 void srv_job_free(srv_job *j)
 {
     if (!j) return;
-    /* A produce_log request references its record batches in the body: free it first. */
-    if (j->api == FR_RPC_PRODUCE_LOG) fr_rpc_produce_free((Firth__ProduceLogRequest *)j->request);
+    /* A produce_log or put_kv request references its record batches in the body: free it
+     * first. */
+    if (fr_rpc_request_in_place(j->api)) fr_rpc_request_free_in_place(j->request);
     else fr_rpc_free(j->request);
     fr_free(j->body_block);
     fr_buf_free(&j->out);

@@ -193,11 +193,10 @@ void srv_job_run(srv_job *j)
             .body_len = j->body_len,
         };
         Firth__ErrorCode code = FIRTH__ERROR_CODE__NONE;
-        /* produce_log's record batches stay in the body (no copy): it lives as long as the
-         * request. */
-        bool in_place = j->api == FR_RPC_PRODUCE_LOG;
-        int rc = in_place ? fr_rpc_produce_unpack(&f, (Firth__ProduceLogRequest **)&j->request,
-                                                  &code, &err)
+        /* produce_log's and put_kv's record batches stay in the body (no copy): it lives
+         * as long as the request. */
+        bool in_place = fr_rpc_request_in_place(j->api);
+        int rc = in_place ? fr_rpc_request_unpack_in_place(&f, &j->request, &code, &err)
                           : fr_rpc_request_unpack(&f, &j->request, &code, &err);
         if (rc < 0) {
             bool bad = code == FIRTH__ERROR_CODE__UNKNOWN_API ||

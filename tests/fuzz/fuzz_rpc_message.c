@@ -3,11 +3,11 @@
  * bit 7 a response instead of a request, bit 6 (responses) an ERROR frame's Error body. The
  * rest is the body. A request goes through fr_rpc_request_unpack (protobuf and the api's
  * checks); whatever unpacks must pack again and unpack to the same bytes, and a request
- * that passed the checks must pass them again after the round trip. A produce_log request
- * also goes through fr_rpc_produce_unpack (records left in place), which must accept only
- * what fr_rpc_request_unpack accepts, with the same fields. A fetch_log response goes
- * through fr_rpc_fetch_unpack too (records left in the frame's copy, which the message
- * takes over), with the same rule against fr_rpc_response_unpack. */
+ * that passed the checks must pass them again after the round trip. A produce_log or put_kv
+ * request also goes through fr_rpc_request_unpack_in_place (records left in place), which
+ * must accept only what fr_rpc_request_unpack accepts, with the same fields. A fetch_log
+ * response goes through fr_rpc_fetch_unpack too (records left in the frame's copy, which
+ * the message takes over), with the same rule against fr_rpc_response_unpack. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,31 +46,68 @@ static bool fz_str_same(const char *a, const char *b)
     return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
-static void fz_produce_in_place(const fr_rpc_frame *f, int rc, const ProtobufCMessage *m)
+/* The parts of a produce_log or put_kv request (both: path, ids, buckets of partition,
+ * bucket and records; put_kv also target columns). */
+typedef struct fz_req {
+    const Firth__TablePath *path;
+    int64_t table_id, writer_id;
+    size_t n_buckets, n_targets;
+    const int32_t *targets;
+} fz_req;
+
+static fz_req fz_req_of(const ProtobufCMessage *m)
 {
-    Firth__ProduceLogRequest *mine = NULL;
+    if (m->descriptor == &firth__produce_log_request__descriptor) {
+        const Firth__ProduceLogRequest *q = (const Firth__ProduceLogRequest *)m;
+        return (fz_req){q->path, q->table_id, q->writer_id, q->n_buckets, 0, NULL};
+    }
+    const Firth__PutKvRequest *q = (const Firth__PutKvRequest *)m;
+    return (fz_req){q->path, q->table_id, q->writer_id, q->n_buckets, q->n_target_columns,
+                    q->target_columns};
+}
+
+static void fz_bucket(const ProtobufCMessage *m, size_t i, int64_t *pid, int32_t *bucket,
+                      ProtobufCBinaryData *records)
+{
+    if (m->descriptor == &firth__produce_log_request__descriptor) {
+        const Firth__ProduceBucket *x = ((const Firth__ProduceLogRequest *)m)->buckets[i];
+        *pid = x->partition_id, *bucket = x->bucket, *records = x->records;
+    } else {
+        const Firth__PutKvBucket *x = ((const Firth__PutKvRequest *)m)->buckets[i];
+        *pid = x->partition_id, *bucket = x->bucket, *records = x->records;
+    }
+}
+
+static void fz_request_in_place(const fr_rpc_frame *f, int rc, const ProtobufCMessage *theirs)
+{
+    ProtobufCMessage *mine = NULL;
     fr_error err;
-    if (fr_rpc_produce_unpack(f, &mine, NULL, &err) != 0) return;
-    const Firth__ProduceLogRequest *theirs = (const Firth__ProduceLogRequest *)m;
-    bool same = rc == 0 && (mine->path == NULL) == (theirs->path == NULL) &&
-                mine->table_id == theirs->table_id && mine->writer_id == theirs->writer_id &&
-                mine->n_buckets == theirs->n_buckets;
-    if (same && mine->path)
-        same = fz_str_same(mine->path->database, theirs->path->database) &&
-               fz_str_same(mine->path->table, theirs->path->table);
-    for (size_t i = 0; same && i < mine->n_buckets; i++) {
-        const Firth__ProduceBucket *x = mine->buckets[i], *y = theirs->buckets[i];
-        same = x->partition_id == y->partition_id && x->bucket == y->bucket &&
-               x->records.len == y->records.len &&
-               (x->records.len == 0 || memcmp(x->records.data, y->records.data, x->records.len) == 0) &&
-               (x->records.len == 0 || (x->records.data >= f->body &&
-                                        x->records.data + x->records.len <= f->body + f->body_len));
+    if (fr_rpc_request_unpack_in_place(f, &mine, NULL, &err) != 0) return;
+    bool same = rc == 0;
+    fz_req a = fz_req_of(mine), b = same ? fz_req_of(theirs) : a;
+    same = same && (a.path == NULL) == (b.path == NULL) && a.table_id == b.table_id &&
+           a.writer_id == b.writer_id && a.n_buckets == b.n_buckets &&
+           a.n_targets == b.n_targets &&
+           (a.n_targets == 0 || memcmp(a.targets, b.targets, a.n_targets * sizeof *a.targets) == 0);
+    if (same && a.path)
+        same = fz_str_same(a.path->database, b.path->database) &&
+               fz_str_same(a.path->table, b.path->table);
+    for (size_t i = 0; same && i < a.n_buckets; i++) {
+        int64_t px, py;
+        int32_t bx, by;
+        ProtobufCBinaryData x, y;
+        fz_bucket(mine, i, &px, &bx, &x);
+        fz_bucket(theirs, i, &py, &by, &y);
+        same = px == py && bx == by && x.len == y.len &&
+               (x.len == 0 || memcmp(x.data, y.data, x.len) == 0) &&
+               (x.len == 0 || (x.data >= f->body && x.data + x.len <= f->body + f->body_len));
     }
     if (!same) {
-        fprintf(stderr, "fuzz_rpc_message: produce_log unpacked in place differs (protobuf-c: %d)\n", rc);
+        fprintf(stderr, "fuzz_rpc_message: %s unpacked in place differs (protobuf-c: %d)\n",
+                fr_rpc_api_name(f->api_key), rc);
         abort();
     }
-    fr_rpc_produce_free(mine);
+    fr_rpc_request_free_in_place(mine);
 }
 
 static bool fz_error_same(const Firth__Error *a, const Firth__Error *b)
@@ -137,7 +174,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fr_error err;
     int rc = response ? fr_rpc_response_unpack(api, &f, &m, &err)
                       : fr_rpc_request_unpack(&f, &m, NULL, &err);
-    if (!response && api == FR_RPC_PRODUCE_LOG) fz_produce_in_place(&f, rc, m);
+    if (!response && fr_rpc_request_in_place(api)) fz_request_in_place(&f, rc, m);
     if (response && api == FR_RPC_FETCH_LOG && f.result == FR_RPC_SUCCESS)
         fz_fetch_in_place(&f, rc, m);
     if (rc == 0) {

@@ -1300,7 +1300,7 @@ static void test_worked_example(void **state)
     fr_buf_free(&b);
 }
 
-/* ---- produce_log without copying the records ------------------------------------------------ */
+/* ---- produce_log and put_kv without copying the records -------------------------------------- */
 
 static uint64_t tm_rng;
 static uint64_t tm_next(void)
@@ -1331,24 +1331,63 @@ static char *tm_random_name(char *buf, size_t cap)
     return buf;
 }
 
-/* Whether two unpacked produce_log requests say the same (unknown fields aside). */
-static bool tm_same_produce(const Firth__ProduceLogRequest *a, const Firth__ProduceLogRequest *b)
+/* The parts of an unpacked produce_log or put_kv request, to compare them. */
+typedef struct tm_req {
+    const Firth__TablePath *path;
+    int64_t table_id, writer_id;
+    size_t n_buckets, n_targets;
+    const int32_t *targets;
+    const ProtobufCMessage *const *buckets;
+} tm_req;
+
+static tm_req tm_req_of(const ProtobufCMessage *m)
 {
-    if ((a->path == NULL) != (b->path == NULL)) return false;
-    if (a->path) {
-        const char *x[] = {a->path->database, a->path->table}, *y[] = {b->path->database, b->path->table};
+    if (m->descriptor == &firth__produce_log_request__descriptor) {
+        const Firth__ProduceLogRequest *q = (const Firth__ProduceLogRequest *)m;
+        return (tm_req){q->path, q->table_id, q->writer_id, q->n_buckets, 0, NULL,
+                        (const ProtobufCMessage *const *)q->buckets};
+    }
+    const Firth__PutKvRequest *q = (const Firth__PutKvRequest *)m;
+    return (tm_req){q->path, q->table_id, q->writer_id, q->n_buckets, q->n_target_columns,
+                    q->target_columns, (const ProtobufCMessage *const *)q->buckets};
+}
+
+/* A bucket entry of either request: both are partition_id, bucket, records. */
+static void tm_bucket_of(const ProtobufCMessage *b, int64_t *pid, int32_t *bucket,
+                         ProtobufCBinaryData *records)
+{
+    if (b->descriptor == &firth__produce_bucket__descriptor) {
+        const Firth__ProduceBucket *x = (const Firth__ProduceBucket *)b;
+        *pid = x->partition_id, *bucket = x->bucket, *records = x->records;
+    } else {
+        const Firth__PutKvBucket *x = (const Firth__PutKvBucket *)b;
+        *pid = x->partition_id, *bucket = x->bucket, *records = x->records;
+    }
+}
+
+/* Whether two unpacked requests of one kind say the same (unknown fields aside). */
+static bool tm_same_request(const ProtobufCMessage *ma, const ProtobufCMessage *mb)
+{
+    tm_req a = tm_req_of(ma), b = tm_req_of(mb);
+    if ((a.path == NULL) != (b.path == NULL)) return false;
+    if (a.path) {
+        const char *x[] = {a.path->database, a.path->table}, *y[] = {b.path->database, b.path->table};
         for (int i = 0; i < 2; i++)
             if (strcmp(x[i] ? x[i] : "", y[i] ? y[i] : "") != 0) return false;
     }
-    if (a->table_id != b->table_id || a->writer_id != b->writer_id || a->n_buckets != b->n_buckets)
+    if (a.table_id != b.table_id || a.writer_id != b.writer_id || a.n_buckets != b.n_buckets ||
+        a.n_targets != b.n_targets)
         return false;
-    for (size_t i = 0; i < a->n_buckets; i++) {
-        const Firth__ProduceBucket *x = a->buckets[i], *y = b->buckets[i];
-        if (x->partition_id != y->partition_id || x->bucket != y->bucket ||
-            x->records.len != y->records.len)
-            return false;
-        if (x->records.len && memcmp(x->records.data, y->records.data, x->records.len) != 0)
-            return false;
+    if (a.n_targets && memcmp(a.targets, b.targets, a.n_targets * sizeof *a.targets) != 0)
+        return false;
+    for (size_t i = 0; i < a.n_buckets; i++) {
+        int64_t px, py;
+        int32_t bx, by;
+        ProtobufCBinaryData rx, ry;
+        tm_bucket_of(a.buckets[i], &px, &bx, &rx);
+        tm_bucket_of(b.buckets[i], &py, &by, &ry);
+        if (px != py || bx != by || rx.len != ry.len) return false;
+        if (rx.len && memcmp(rx.data, ry.data, rx.len) != 0) return false;
     }
     return true;
 }
@@ -1375,64 +1414,111 @@ static void tm_in_place_verdict(uint64_t seed, int round, int rc1, int rc2, cons
     }
 }
 
-/* fr_rpc_produce_unpack against protobuf-c's unpack of the same bodies: random requests and
- * random damage to them. What it accepts protobuf-c accepts, with the same fields, and the
- * records point into the body. */
-static void test_produce_in_place(void **state)
+/* Appends field 4 (target_columns) of put_kv unpacked: one varint per value, the form
+ * protobuf-c takes beside the packed one it writes. */
+static void tm_append_unpacked_targets(fr_buf *body, const int32_t *v, size_t n)
+{
+    fr_error err;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t tmp[11] = {0x20};
+        size_t k = 1;
+        for (uint64_t u = (uint64_t)(int64_t)v[i];; u >>= 7) {
+            tmp[k++] = (uint8_t)((u & 0x7f) | (u >= 0x80 ? 0x80 : 0));
+            if (u < 0x80) break;
+        }
+        assert_int_equal(fr_buf_append(body, tmp, k, &err), 0);
+    }
+}
+
+/* A random produce_log or put_kv request, packed (records and names in the caller's
+ * buffers). */
+static fr_buf tm_random_request(bool put, uint8_t (*records)[80], char *db, char *tb)
+{
+    Firth__ProduceBucket pb[5], *pbs[5];
+    Firth__PutKvBucket kb[5], *kbs[5];
+    Firth__TablePath path = FIRTH__TABLE_PATH__INIT;
+    path.database = tm_random_name(db, 12);
+    path.table = tm_random_name(tb, 12);
+    Firth__ProduceLogRequest produce = FIRTH__PRODUCE_LOG_REQUEST__INIT;
+    Firth__PutKvRequest pkv = FIRTH__PUT_KV_REQUEST__INIT;
+    int32_t targets[6];
+    size_t nt = put ? tm_next() % 7 : 0;
+    for (size_t i = 0; i < nt; i++) targets[i] = (int32_t)(tm_next() % 8) - (tm_next() % 5 == 0);
+    bool unpacked = nt && tm_next() % 2;
+    size_t nb = tm_next() % 5;
+    for (size_t i = 0; i < nb; i++) {
+        ProtobufCBinaryData r = {tm_next() % 80, records[i]};
+        for (size_t k = 0; k < r.len; k++) records[i][k] = (uint8_t)tm_next();
+        int64_t pid = (int64_t)(tm_next() % 4) - 1;
+        int32_t bucket = (int32_t)(tm_next() % 8);
+        firth__produce_bucket__init(&pb[i]);
+        firth__put_kv_bucket__init(&kb[i]);
+        pb[i].partition_id = kb[i].partition_id = pid;
+        pb[i].bucket = kb[i].bucket = bucket;
+        pb[i].records = kb[i].records = r;
+        pbs[i] = &pb[i];
+        kbs[i] = &kb[i];
+    }
+    Firth__TablePath *pp = (tm_next() % 8) ? &path : NULL;
+    int64_t table_id = (int64_t)(tm_next() % 3) - 1;
+    int64_t writer_id = (tm_next() & 1) ? -1 : (int64_t)(tm_next() >> 1);
+    produce.path = pkv.path = pp;
+    produce.table_id = pkv.table_id = table_id;
+    produce.writer_id = pkv.writer_id = writer_id;
+    produce.n_buckets = pkv.n_buckets = nb;
+    produce.buckets = pbs;
+    pkv.buckets = kbs;
+    pkv.n_target_columns = unpacked ? 0 : nt;
+    pkv.target_columns = targets;
+    fr_buf body = tm_pack(put ? &pkv.base : &produce.base);
+    if (unpacked) tm_append_unpacked_targets(&body, targets, nt);
+    return body;
+}
+
+/* fr_rpc_request_unpack_in_place against protobuf-c's unpack of the same bodies: random
+ * produce_log and put_kv requests (put_kv's target columns packed or not) and random damage
+ * to them. What it accepts protobuf-c accepts, with the same fields, and the records point
+ * into the body. */
+static void test_requests_in_place(void **state)
 {
     (void)state;
-    uint64_t seed = tm_seed("produce_in_place", 1);
+    uint64_t seed = tm_seed("requests_in_place", 1);
     int both = 0, refused_more = 0;
-    for (int round = 0; round < 300; round++) {
+    for (int round = 0; round < 600; round++) {
         char db[12], tb[12];
         uint8_t records[5][80];
-        Firth__ProduceBucket bk[5], *bks[5];
-        Firth__TablePath path = FIRTH__TABLE_PATH__INIT;
-        path.database = tm_random_name(db, sizeof db);
-        path.table = tm_random_name(tb, sizeof tb);
-        Firth__ProduceLogRequest req = FIRTH__PRODUCE_LOG_REQUEST__INIT;
-        req.path = (tm_next() % 8) ? &path : NULL;
-        req.table_id = (int64_t)(tm_next() % 3) - 1;
-        req.writer_id = (tm_next() & 1) ? -1 : (int64_t)(tm_next() >> 1);
-        req.n_buckets = tm_next() % 5;
-        req.buckets = bks;
-        for (size_t i = 0; i < req.n_buckets; i++) {
-            firth__produce_bucket__init(&bk[i]);
-            bk[i].partition_id = (int64_t)(tm_next() % 4) - 1;
-            bk[i].bucket = (int32_t)(tm_next() % 8);
-            bk[i].records.len = tm_next() % sizeof records[i];
-            for (size_t k = 0; k < bk[i].records.len; k++) records[i][k] = (uint8_t)tm_next();
-            bk[i].records.data = records[i];
-            bks[i] = &bk[i];
-        }
-        fr_buf body = tm_pack(&req.base);
+        bool put = round % 2;
+        fr_buf body = tm_random_request(put, records, db, tb);
         for (int damage = 0; damage < 40; damage++) {
             uint8_t copy[1024];
             assert_true(body.len <= sizeof copy);
             if (body.len) memcpy(copy, body.data, body.len);
             for (int k = damage == 0 || body.len == 0 ? 0 : 1 + (int)(tm_next() % 3); k > 0; k--)
                 copy[tm_next() % body.len] = (uint8_t)tm_next();
-            fr_rpc_frame f = {.direction = FR_RPC_REQUEST, .api_key = FR_RPC_PRODUCE_LOG,
+            fr_rpc_frame f = {.direction = FR_RPC_REQUEST,
+                              .api_key = put ? FR_RPC_PUT_KV : FR_RPC_PRODUCE_LOG,
                               .api_version = 0, .request_id = 1, .body = copy,
                               .body_len = body.len};
-            ProtobufCMessage *theirs = NULL;
-            Firth__ProduceLogRequest *mine = NULL;
+            ProtobufCMessage *theirs = NULL, *mine = NULL;
             fr_error e1 = {0}, e2 = {0};
             int rc1 = fr_rpc_request_unpack(&f, &theirs, NULL, &e1);
-            int rc2 = fr_rpc_produce_unpack(&f, &mine, NULL, &e2);
-            bool same = rc1 == 0 && rc2 == 0 && tm_same_produce((Firth__ProduceLogRequest *)theirs, mine);
+            int rc2 = fr_rpc_request_unpack_in_place(&f, &mine, NULL, &e2);
+            bool same = rc1 == 0 && rc2 == 0 && tm_same_request(theirs, mine);
             tm_in_place_verdict(seed, round, rc1, rc2, &e1, &e2, same, &both, &refused_more);
-            for (size_t i = 0; rc2 == 0 && i < mine->n_buckets; i++)
-                if (mine->buckets[i]->records.len)
-                    assert_true(mine->buckets[i]->records.data >= copy &&
-                                mine->buckets[i]->records.data < copy + body.len);
+            for (size_t i = 0; rc2 == 0 && i < tm_req_of(mine).n_buckets; i++) {
+                int64_t pid;
+                int32_t bucket;
+                ProtobufCBinaryData r;
+                tm_bucket_of(tm_req_of(mine).buckets[i], &pid, &bucket, &r);
+                if (r.len) assert_true(r.data >= copy && r.data < copy + body.len);
+            }
             if (damage == 0) assert_int_equal(rc2, rc1);
             fr_rpc_free(theirs);
-            fr_rpc_produce_free(mine);
+            fr_rpc_request_free_in_place(mine);
         }
         fr_buf_free(&body);
     }
-    print_message("produce_in_place: %d bodies unpacked alike, %d refused that protobuf-c "
+    print_message("requests_in_place: %d bodies unpacked alike, %d refused that protobuf-c "
                   "took\n", both, refused_more);
     assert_int_equal(refused_more, 0);
 }
@@ -1589,17 +1675,20 @@ static void test_in_place_memory_budget(void **state)
 {
     (void)state;
     const size_t n = 300000;
-    for (int fetch = 0; fetch < 2; fetch++) {
+    /* field 4 of produce_log, 5 of put_kv (buckets), 1 of fetch_log (tables); length 0 */
+    static const uint8_t keys[3] = {0x22, 0x2a, 0x0a};
+    static const fr_rpc_api apis[3] = {FR_RPC_PRODUCE_LOG, FR_RPC_PUT_KV, FR_RPC_FETCH_LOG};
+    for (int kind = 0; kind < 3; kind++) {
+        bool fetch = apis[kind] == FR_RPC_FETCH_LOG;
         uint8_t *body = fr_malloc(2 * n);
         assert_non_null(body);
         for (size_t i = 0; i < n; i++) {
-            body[2 * i] = fetch ? 0x0a : 0x22; /* field 1 (tables) or 4 (buckets), length 0 */
+            body[2 * i] = keys[kind];
             body[2 * i + 1] = 0;
         }
         fr_rpc_frame f = {.direction = fetch ? FR_RPC_RESPONSE : FR_RPC_REQUEST,
-                          .api_key = fetch ? FR_RPC_FETCH_LOG : FR_RPC_PRODUCE_LOG,
-                          .result = FR_RPC_SUCCESS, .request_id = 1, .body = body,
-                          .body_len = 2 * n};
+                          .api_key = apis[kind], .result = FR_RPC_SUCCESS, .request_id = 1,
+                          .body = body, .body_len = 2 * n};
         ProtobufCMessage *theirs = NULL;
         fr_error e1 = {0}, e2 = {0};
         int rc1 = fetch ? fr_rpc_response_unpack(FR_RPC_FETCH_LOG, &f, &theirs, &e1)
@@ -1611,8 +1700,8 @@ static void test_in_place_memory_budget(void **state)
             rc2 = fr_rpc_fetch_unpack(&f, body, &mine, &e2); /* takes the body */
             assert_null(mine);
         } else {
-            Firth__ProduceLogRequest *mine = NULL;
-            rc2 = fr_rpc_produce_unpack(&f, &mine, NULL, &e2);
+            ProtobufCMessage *mine = NULL;
+            rc2 = fr_rpc_request_unpack_in_place(&f, &mine, NULL, &e2);
             assert_null(mine);
             fr_free(body);
         }
@@ -1706,7 +1795,7 @@ int main(void)
         cmocka_unit_test(test_error_codes),
         cmocka_unit_test(test_error_messages),
         cmocka_unit_test(test_worked_example),
-        cmocka_unit_test(test_produce_in_place),
+        cmocka_unit_test(test_requests_in_place),
         cmocka_unit_test(test_fetch_in_place),
         cmocka_unit_test(test_in_place_memory_budget),
     };
