@@ -342,14 +342,14 @@ static void check(const model *m, int step)
     fr_buf_init(&want);
     exec("SELECT k, a, b FROM t", &got);
     model_state(m, &want);
-    if (got.len != want.len || memcmp(got.data, want.data, got.len) != 0)
+    if (got.len != want.len || (got.len && memcmp(got.data, want.data, got.len) != 0))
         fail_msg("seed %llu step %d: state\n--- got:\n%.*s--- want:\n%.*s",
                  (unsigned long long)run_seed, step, (int)got.len, (const char *)got.data,
                  (int)want.len, (const char *)want.data);
     fr_buf_reset(&got);
     exec("SELECT _change_type, k, a, b FROM t$changelog", &got);
     const fr_buf *cl = &m->changelog;
-    if (got.len != cl->len || memcmp(got.data, cl->data, got.len) != 0)
+    if (got.len != cl->len || (got.len && memcmp(got.data, cl->data, got.len) != 0))
         fail_msg("seed %llu step %d: changelog\n--- got:\n%.*s--- want:\n%.*s",
                  (unsigned long long)run_seed, step, (int)got.len, (const char *)got.data,
                  (int)cl->len, (const char *)cl->data);
