@@ -36,7 +36,6 @@ int fr_kv_env_new(const fr_kv_env_options *o, fr_kv_env **out, fr_error *err)
     atomic_init(&env->active_bytes, 0);
     int64_t half = o->write_buffer_bytes / 2;
     env->memtable_bytes = (size_t)(half < KV_MEMTABLE_BYTES_MAX ? half : KV_MEMTABLE_BYTES_MAX);
-    env->budget = o->write_buffer_bytes;
     env->flush_trigger = o->write_buffer_bytes / 8 * 7;
     env->flush_min = o->write_buffer_bytes / 128;
     if (env->flush_min < 4 * KV_ARENA_BLOCK_BYTES) env->flush_min = 4 * KV_ARENA_BLOCK_BYTES;
@@ -54,20 +53,6 @@ void fr_kv_env_release(fr_kv_env *env)
     if (!env || atomic_fetch_sub(&env->refs, 1) != 1) return;
     rocksdb_cache_destroy(env->cache);
     fr_free(env);
-}
-
-/* One list head per KiB of the memtable a store can expect: its share of the budget among
- * the stores open when it opens (each holds a reference), at most its largest memtable's,
- * at least 1,024. The heads are allocated with each memtable and count against the
- * budget, so a store opened among many gets fewer of them: idle stores' heads never fill
- * the budget. */
-size_t kv_env_hash_buckets(const fr_kv_env *env)
-{
-    int stores = atomic_load(&env->refs) - 1; /* the engine's own reference */
-    int64_t share = env->budget / (stores > 1 ? stores : 1);
-    if (share > (int64_t)env->memtable_bytes) share = (int64_t)env->memtable_bytes;
-    size_t buckets = (size_t)share / KV_HASH_BUCKET_BYTES;
-    return buckets > KV_HASH_BUCKETS_MIN ? buckets : KV_HASH_BUCKETS_MIN;
 }
 
 int64_t fr_kv_env_memtable_bytes(fr_kv_env *env)
@@ -105,6 +90,8 @@ void kv_env_apply(const fr_kv_env *env, rocksdb_options_t *opts)
     rocksdb_options_set_block_based_table_factory(opts, bbto);
     rocksdb_block_based_options_destroy(bbto);
     rocksdb_options_set_write_buffer_size(opts, env->memtable_bytes);
+    rocksdb_options_set_memtable_whole_key_filtering(opts, 1);
+    rocksdb_options_set_memtable_prefix_bloom_size_ratio(opts, KV_MEMTABLE_BLOOM_RATIO);
     /* Flushes and compactions hand their files to the disk a MiB at a time instead of
      * syncing a whole file at its end: that burst stalled the changelogs' fsyncs, on
      * which every primary-key write waits. */

@@ -61,6 +61,7 @@ typedef struct kv_pending {
     size_t cap; /* a power of two, or 0 */
     size_t count;
     fr_arena *arena; /* keys and values of the write in progress, or NULL */
+    rocksdb_iterator_t *finger; /* holds the memtable rows kv_pending_load found, or NULL */
 } kv_pending;
 
 void kv_pending_free(kv_pending *p);
@@ -77,11 +78,13 @@ int kv_pending_add(kv_pending *p, const uint8_t *key, size_t klen, bool load, kv
                    fr_error *err);
 /* The entry of key in p (hash: as kv_pending_add computes it), or NULL. */
 kv_entry *kv_pending_find(const kv_pending *p, const uint8_t *key, size_t klen, uint32_t hash);
-/* Reads the stored row of every entry marked to be read, in key order, with batched
- * MultiGets through ro (the latest state: writes are serialized). FR_EIO when RocksDB
- * fails. */
+/* Reads the stored row of every entry marked to be read, in key order: first by walking
+ * the memtables with one iterator through mem_ro (memtables alone, data pinned), then by
+ * batched MultiGets through ro for the keys that walk did not settle (both the latest
+ * state: writes are serialized). FR_EIO when RocksDB fails. */
 int kv_pending_load(kv_pending *p, rocksdb_t *db, rocksdb_column_family_handle_t *cf,
-                    const rocksdb_readoptions_t *ro, fr_error *err);
+                    const rocksdb_readoptions_t *ro, const rocksdb_readoptions_t *mem_ro,
+                    fr_error *err);
 /* Replaces the entry's value with a copy of val (NULL: the key is deleted); marks it dirty. */
 int kv_pending_set(kv_pending *p, kv_entry *e, const uint8_t *val, size_t vlen, fr_error *err);
 /* RocksDB's bytewise order of two keys: the common prefix, then the shorter first. */
@@ -140,14 +143,10 @@ int kv_cols_finish(kv_cols *k, fr_batch **out, fr_error *err);
  * default (1 MiB here) would make a memtable holding one row look like 1 MiB to the
  * budget. */
 #define KV_ARENA_BLOCK_BYTES (64 << 10)
-/* Bits per key of the SST files' whole-key bloom filters (about 1% false positives). The
- * memtables have none: their hash table rules out an absent key with one probe, as a
- * filter would (kv_store.c). */
+/* Bloom filters: bits per key of the SST files' whole-key filters (about 1% false
+ * positives), and the share of a memtable's size given to its own whole-key filter. */
 #define KV_BLOOM_BITS 10
-/* The memtables' hash lists (kv_store.c, kv_env_hash_buckets): a head per KiB of the
- * memtable a store can expect, and at least this many. */
-#define KV_HASH_BUCKET_BYTES 1024
-#define KV_HASH_BUCKETS_MIN 1024
+#define KV_MEMTABLE_BLOOM_RATIO 0.02
 #define KV_BACKGROUND_FLUSHES 4
 #define KV_BACKGROUND_COMPACTIONS 2
 
@@ -155,7 +154,6 @@ struct fr_kv_env {
     atomic_int refs;
     rocksdb_cache_t *cache;
     size_t memtable_bytes; /* each store's write_buffer_size */
-    int64_t budget;        /* kv.write-buffer.bytes */
     int64_t flush_trigger; /* active memtables past this: the writing store flushes */
     int64_t flush_min;     /* ... when its own active memtable holds at least this */
     _Atomic int64_t active_bytes;
@@ -163,8 +161,6 @@ struct fr_kv_env {
 
 /* Sets the environment's cache and memtable size on a store's options. */
 void kv_env_apply(const fr_kv_env *env, rocksdb_options_t *opts);
-/* The hash list heads of a store's memtables, for a store opening now (kv_store.c). */
-size_t kv_env_hash_buckets(const fr_kv_env *env);
 
 /* ---- the store -------------------------------------------------------------------------- */
 
@@ -222,6 +218,7 @@ struct fr_kv {
     rocksdb_options_t *opts;
     rocksdb_writeoptions_t *wopts;
     rocksdb_readoptions_t *ropts;
+    rocksdb_readoptions_t *mem_ropts; /* the memtables alone, data pinned (kv_pending_load) */
     fr_buf enc;               /* the encoded changelog of every write (mu) */
 
     fr_kv_env *env;    /* a reference */

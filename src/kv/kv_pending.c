@@ -7,11 +7,15 @@
  * few).
  *
  * The stored rows a write needs are read all at once, before its records are computed, in
- * sorted key order, with batched MultiGets: the memtable finds each key in its hash list
- * (kv_store.c), and bloom filters rule out most absent keys in the files without a search.
- * A value read stays pinned in RocksDB's own memory (the memtable, the block cache, or a
- * copy in a pinnable slice) until the table is cleared or unpinned; keys and the rows the
- * write sets live in its arena. */
+ * sorted key order. First one iterator over the memtables walks along the keys: a key next
+ * to the one before it (a batch of neighbouring keys, the rows a bulk update rewrites) is
+ * one step away, where a point read searches the skip list from its top, a cache miss per
+ * level. Keys the walk does not settle within a few steps, and keys not in the memtables,
+ * go to batched MultiGets, whose bloom filters rule out most absent keys without a search
+ * (the walk gives up after a run of keys whose steps found nothing, so scattered keys cost
+ * a few steps more than before). A value read stays pinned in RocksDB's own memory (the
+ * memtable, held by the iterator, or the block cache or a copy in a pinnable slice) until
+ * the table is cleared or unpinned; keys and the rows the write sets live in its arena. */
 #include "kv/kv_int.h"
 
 #include <stdlib.h>
@@ -20,6 +24,10 @@
 #define KV_PENDING_ARENA_BYTES (128 << 10)
 /* Keys per MultiGet call: bounds the temporary arrays of one call. */
 #define KV_MULTIGET_KEYS 1024
+/* The memtable walk: steps tried towards one key, and keys in a row whose steps found no
+ * row before the walk stops. */
+#define KV_FINGER_STEPS 4
+#define KV_FINGER_MISSES 8
 
 static void entry_release(kv_entry *e)
 {
@@ -27,8 +35,15 @@ static void entry_release(kv_entry *e)
     memset(e, 0, sizeof *e);
 }
 
+static void finger_release(kv_pending *p)
+{
+    if (p->finger) rocksdb_iter_destroy(p->finger);
+    p->finger = NULL;
+}
+
 void kv_pending_clear(kv_pending *p)
 {
+    finger_release(p);
     if (p->count > 0) {
         for (size_t i = 0; i < p->cap; i++)
             if (p->slots[i].key) entry_release(&p->slots[i]);
@@ -53,6 +68,7 @@ void kv_pending_unpin(kv_pending *p)
         e->val = NULL;
         e->vlen = 0;
     }
+    finger_release(p);
 }
 
 void kv_pending_free(kv_pending *p)
@@ -190,13 +206,77 @@ static int pending_multiget(kv_entry **v, size_t n, rocksdb_t *db,
     return rc;
 }
 
+/* Moves the walk to the first memtable key at or after e's key, in at most KV_FINGER_STEPS
+ * steps (*steps gets how many): 0 when it holds e's key (its newest version is a row, not a
+ * deletion), 1 when it is past it or at the end (no memtable row of e's key: the walk only
+ * ever passes keys that are not there), -1 when e's key is still ahead. */
+static int finger_step(rocksdb_iterator_t *it, const kv_entry *e, int *steps)
+{
+    for (*steps = 0;; ++*steps) {
+        if (!rocksdb_iter_valid(it)) return 1;
+        size_t klen;
+        const char *k = rocksdb_iter_key(it, &klen);
+        int c = kv_key_cmp((const uint8_t *)k, klen, e->key, e->klen);
+        if (c >= 0) return c > 0;
+        if (*steps == KV_FINGER_STEPS) return -1;
+        rocksdb_iter_next(it);
+    }
+}
+
+/* Settles what it can of v[0..*n) (sorted) from the memtables; *n becomes the number of
+ * entries left to read, moved to the front of v. The iterator stays in p while entries
+ * point into the memtable through it. */
+static int pending_walk(kv_pending *p, kv_entry **v, size_t *n, rocksdb_t *db,
+                        rocksdb_column_family_handle_t *cf, const rocksdb_readoptions_t *ro,
+                        fr_error *err)
+{
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(db, ro, cf);
+    rocksdb_iter_seek(it, (const char *)v[0]->key, v[0]->klen);
+    size_t left = 0, found = 0;
+    int misses = 0;
+    for (size_t i = 0; i < *n; i++) {
+        kv_entry *e = v[i];
+        /* Steps that found nothing are a miss: new keys scattered among stored ones would
+         * otherwise cost steps forever without the walk finding a row. */
+        int steps = 0;
+        int r = misses < KV_FINGER_MISSES ? finger_step(it, e, &steps) : -1;
+        misses = r == 0 ? 0 : misses + (r < 0 || steps > 0);
+        if (r != 0) {
+            v[left++] = e;
+            continue;
+        }
+        e->val = (const uint8_t *)rocksdb_iter_value(it, &e->vlen);
+        e->load = false;
+        found++;
+    }
+    char *errptr = NULL;
+    rocksdb_iter_get_error(it, &errptr);
+    if (errptr) {
+        rocksdb_iter_destroy(it);
+        int rc = fr_fail(err, FR_EIO, "kv: RocksDB read failed: %s", errptr);
+        rocksdb_free(errptr);
+        return rc;
+    }
+    if (found) p->finger = it;
+    else rocksdb_iter_destroy(it);
+    *n = left;
+    return FR_OK;
+}
+
 int kv_pending_load(kv_pending *p, rocksdb_t *db, rocksdb_column_family_handle_t *cf,
-                    const rocksdb_readoptions_t *ro, fr_error *err)
+                    const rocksdb_readoptions_t *ro, const rocksdb_readoptions_t *mem_ro,
+                    fr_error *err)
 {
     kv_entry **v = NULL;
     size_t n = 0;
     FR_TRY(pending_sorted(p, false, &v, &n, err));
     if (n == 0) return FR_OK;
+    assert(!p->finger); /* one load per write: the table is cleared or unpinned after it */
+    int walked = pending_walk(p, v, &n, db, cf, mem_ro, err);
+    if (walked < 0 || n == 0) {
+        fr_free(v);
+        return walked;
+    }
     size_t chunk = n < KV_MULTIGET_KEYS ? n : KV_MULTIGET_KEYS;
     const char **keys = fr_malloc(chunk * sizeof *keys);
     size_t *sizes = fr_malloc(chunk * sizeof *sizes);

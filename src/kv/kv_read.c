@@ -124,17 +124,14 @@ static int sink_add(kv_sink *s, const uint8_t *val, size_t vlen, fr_error *err)
     return FR_OK;
 }
 
-/* Walks the data keys that start with `prefix`, feeding the sink. A prefix holding a whole
- * first key value reads that value's memtable list alone (prefix mode, kv_store.c); a
- * shorter one, a scan, reads every key in total order. */
-static int kv_iterate(fr_kv *kv, const uint8_t *prefix, size_t plen, bool whole_first,
-                      kv_sink *s, fr_error *err)
+/* Walks the data keys from `from` while they start with `prefix` (or up to the end of the
+ * data keys), feeding the sink. */
+static int kv_iterate(fr_kv *kv, const uint8_t *prefix, size_t plen, kv_sink *s,
+                      fr_error *err)
 {
     const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(kv->db);
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
     rocksdb_readoptions_set_snapshot(ro, snap);
-    rocksdb_readoptions_set_total_order_seek(ro, !whole_first);
-    rocksdb_readoptions_set_prefix_same_as_start(ro, whole_first);
     static const char upper = KV_DATA_PREFIX + 1;
     rocksdb_readoptions_set_iterate_upper_bound(ro, &upper, 1);
     rocksdb_iterator_t *it = rocksdb_create_iterator(kv->db, ro);
@@ -167,7 +164,7 @@ int fr_kv_scan(fr_kv *kv, const int *columns, int ncolumns, const fr_expr *filte
     int rc = sink_init(&s, kv, columns, ncolumns, filter, batch_rows, fn, ctx, err);
     if (rc == FR_OK) {
         uint8_t prefix = KV_DATA_PREFIX;
-        rc = kv_iterate(kv, &prefix, 1, false, &s, err);
+        rc = kv_iterate(kv, &prefix, 1, &s, err);
     }
     sink_free(&s);
     return rc;
@@ -214,7 +211,7 @@ int fr_kv_prefix_lookup(fr_kv *kv, const fr_value *prefix, int nprefix, const in
     else memset(&s, 0, sizeof s);
     if (rc == FR_OK) rc = kv_cast_key(kv, prefix, nprefix, arena, vals, err);
     if (rc == FR_OK) rc = kv_key_of_values(kv, vals, nprefix, &key, err);
-    if (rc == FR_OK) rc = kv_iterate(kv, key.data, key.len, true, &s, err);
+    if (rc == FR_OK) rc = kv_iterate(kv, key.data, key.len, &s, err);
     sink_free(&s);
     fr_free(vals);
     if (arena) fr_arena_free(arena);

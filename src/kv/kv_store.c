@@ -13,7 +13,7 @@
 #include "kv/kv_int.h"
 
 /* Values of RocksDB's C++ enums that the C API takes as plain ints. */
-enum { KV_INFO_LOG_WARN = 2 };
+enum { KV_INFO_LOG_WARN = 2, KV_READ_TIER_MEMTABLE = 3 };
 
 void kv_meta_encode(uint8_t out[KV_META_VALUE_LEN], int64_t applied, int64_t nkeys)
 {
@@ -121,65 +121,14 @@ static void kv_set_compression(rocksdb_options_t *o)
     rocksdb_options_set_compression_per_level(o, levels, sizeof levels / sizeof levels[0]);
 }
 
-/* Options the C API does not reach. */
-#define KV_STRING_OPTIONS "avoid_flush_during_shutdown=true"
-
-/* ---- the memtable: hashed by the first key column --------------------------------------- */
-
-/* The memtable is a hash table of skip lists (RocksDB's prefix_hash), one list per value of
- * the first primary key column. A point read or write goes straight to its key's list: in
- * one skip list of a whole memtable of 1 KB rows, every level of the search was a cache
- * miss, and that search was half of a lookup's time. A prefix lookup gives at least the
- * first column, so it reads one list in order (prefix mode); a scan reads in total order,
- * for which RocksDB sorts the lists together once per scan. The lists keep the height and
- * branching of RocksDB's default skip list, so a column with few values costs no more than
- * one skip list did. The meta key hashes whole. */
-#define KV_HASH_LIST_HEIGHT 12
-#define KV_HASH_LIST_BRANCHING 4
-
-static char *kv_hash_prefix(void *state, const char *key, size_t len, size_t *plen)
-{
-    const fr_type *first = state;
-    const uint8_t *p = (const uint8_t *)key;
-    *plen = len > 1 && p[0] == KV_DATA_PREFIX ? 1 + fr_key_first_len(first, p + 1, len - 1)
-                                              : len;
-    return (char *)key;
-}
-
-static unsigned char kv_hash_in_domain(void *state, const char *key, size_t len)
-{
-    (void)state, (void)key, (void)len;
-    return 1;
-}
-
-static unsigned char kv_hash_in_range(void *state, const char *key, size_t len)
-{
-    (void)state, (void)key, (void)len;
-    return 0;
-}
-
-static const char *kv_hash_name(void *state)
-{
-    (void)state;
-    return "firth.FirstKeyColumn";
-}
-
-/* Hashes the memtable by the first key column (a copy of whose type the transform owns). */
-static int kv_set_memtable(fr_kv *kv, rocksdb_options_t *o, fr_error *err)
-{
-    fr_type *first = fr_malloc(sizeof *first);
-    FR_CHECK(first, FR_ENOMEM, err, "%s: out of memory for options", kv->name);
-    *first = kv->pk_types[0];
-    rocksdb_slicetransform_t *st = rocksdb_slicetransform_create(
-        first, fr_free, kv_hash_prefix, kv_hash_in_domain, kv_hash_in_range, kv_hash_name);
-    rocksdb_options_set_prefix_extractor(o, st);
-    rocksdb_options_set_hash_skip_list_rep(o, kv_env_hash_buckets(kv->env), KV_HASH_LIST_HEIGHT,
-                                           KV_HASH_LIST_BRANCHING);
-    /* Only RocksDB's plain skip list takes inserts from several writers at once; a store's
-     * writes are applied one at a time anyway (kv_finish). */
-    rocksdb_options_set_allow_concurrent_memtable_write(o, 0);
-    return FR_OK;
-}
+/* Options the C API does not reach. An insert hint per first key byte (data rows, the
+ * applied-offset key): a write batch's rows are sorted, and without a hint RocksDB keeps a
+ * memtable insert position only for a key that lands right after the previous one, so an
+ * updated key, which lands just before its older version, searched the skip list from its
+ * top every time. With the hint each insert starts from the previous one's position. */
+#define KV_STRING_OPTIONS \
+    "avoid_flush_during_shutdown=true;" \
+    "memtable_insert_with_hint_prefix_extractor=rocksdb.FixedPrefix.1"
 
 /* Options shared by every bucket: compression by level, a bounded number of open files and
  * of info log files, the environment's block cache and memtable size. RocksDB must not flush on its own
@@ -200,10 +149,12 @@ static int kv_make_options(fr_kv *kv, fr_error *err)
     rocksdb_get_options_from_string(base, KV_STRING_OPTIONS, kv->opts, &errptr);
     rocksdb_options_destroy(base);
     if (errptr) return kv_rocks_fail(kv, errptr, "options", err);
-    FR_TRY(kv_set_memtable(kv, kv->opts, err));
     kv->wopts = rocksdb_writeoptions_create();
     rocksdb_writeoptions_disable_WAL(kv->wopts, 1);
     kv->ropts = rocksdb_readoptions_create();
+    kv->mem_ropts = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_read_tier(kv->mem_ropts, KV_READ_TIER_MEMTABLE);
+    rocksdb_readoptions_set_pin_data(kv->mem_ropts, 1);
     return FR_OK;
 }
 
@@ -409,6 +360,7 @@ static void kv_destroy(fr_kv *kv)
     if (kv->opts) rocksdb_options_destroy(kv->opts);
     if (kv->wopts) rocksdb_writeoptions_destroy(kv->wopts);
     if (kv->ropts) rocksdb_readoptions_destroy(kv->ropts);
+    if (kv->mem_ropts) rocksdb_readoptions_destroy(kv->mem_ropts);
     fr_buf_free(&kv->enc);
     if (kv->delims)
         for (int c = 0; c < kv->ncols; c++) fr_free(kv->delims[c]);

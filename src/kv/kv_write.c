@@ -409,7 +409,7 @@ static int kv_prepare(kv_wctx *w, const fr_batch *rows, const uint8_t *ops, fr_e
                               &w->entries[i], err));
         if (w->entries[i]->load && kv->inflight) kv_inflight_row(kv, w->entries[i]);
     }
-    return kv_pending_load(&kv->pending, kv->db, kv->cf, kv->ropts, err);
+    return kv_pending_load(&kv->pending, kv->db, kv->cf, kv->ropts, kv->mem_ropts, err);
 }
 
 static int kv_records(kv_wctx *w, const fr_batch *rows, const uint8_t *ops, fr_error *err)

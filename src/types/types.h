@@ -225,10 +225,6 @@ int fr_key_decode(const uint8_t *p, size_t len, const fr_type *types, int n,
                   fr_value *values, size_t *used, fr_error *err);
 int fr_key_decode_arena(const uint8_t *p, size_t len, const fr_type *types, int n,
                         fr_arena *arena, fr_value *values, size_t *used, fr_error *err);
-/* The length of the encoding of one value of type t at the start of p, or len when p does
- * not hold a whole one (a key cut short). Checks no more than that: for hashing a key by its
- * first column, where a malformed key only hashes badly. */
-size_t fr_key_first_len(const fr_type *t, const uint8_t *p, size_t len);
 
 /* ---- compact row encoding ---------------------------------------------------------------- */
 

@@ -301,16 +301,6 @@ static int fr_key_decode_text(const uint8_t *p, size_t len, const fr_type *t,
     return FR_OK;
 }
 
-size_t fr_key_first_len(const fr_type *t, const uint8_t *p, size_t len)
-{
-    if (!fr_type_is_varwidth(t)) {
-        size_t w = t->id == FR_T_BOOLEAN ? 1 : (size_t)fr_type_width(t);
-        return w <= len ? w : len;
-    }
-    size_t used, zeros;
-    return fr_key_scan_text(p, len, &used, &zeros, NULL) == FR_OK ? used : len;
-}
-
 int fr_key_decode_arena(const uint8_t *p, size_t len, const fr_type *types, int n,
                         fr_arena *arena, fr_value *values, size_t *used, fr_error *err)
 {

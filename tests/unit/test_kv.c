@@ -502,9 +502,9 @@ static void test_prefix_lookup(void **state)
     kt_bucket_free(b);
 }
 
-/* The memtable hashes keys by their first column (a string here, empty included): a prefix
- * lookup reads one value's rows, in key order, from the memtable and the files, never the
- * rows of a longer string that starts the same; a scan still reads every key in order. */
+/* A prefix lookup on a string first column (empty string included) reads one value's rows,
+ * in key order, from the memtable and the files, never the rows of a longer string that
+ * starts the same; a scan reads every key in order, also after a reopen. */
 static void test_prefix_lookup_string_first(void **state)
 {
     (void)state;
@@ -889,22 +889,22 @@ static void test_reads_during_writes(void **state)
 
 /* ---- where a write finds the stored rows ------------------------------------------------ */
 
-#define REREAD_KEYS 1200
-#define REREAD_BATCH 200
+#define WALK_KEYS 1200
+#define WALK_BATCH 200
 
 /* The rows of keys: name and score per key, name NULL when absent. */
-typedef struct reread_model {
-    const char *name[REREAD_KEYS];
-    int score[REREAD_KEYS];
-} reread_model;
+typedef struct walk_model {
+    const char *name[WALK_KEYS];
+    int score[WALK_KEYS];
+} walk_model;
 
 /* One write of keys (upserts of name/score, or deletes when name is NULL) with the exact
  * changelog the model expects, in input order. */
-static void reread_write(kt_bucket *b, reread_model *m, const int *keys, int n, const char *name,
+static void walk_write(kt_bucket *b, walk_model *m, const int *keys, int n, const char *name,
                        int score)
 {
-    char rows[REREAD_BATCH][48], ops[REREAD_BATCH + 1];
-    const char *texts[REREAD_BATCH] = { 0 };
+    char rows[WALK_BATCH][48], ops[WALK_BATCH + 1];
+    const char *texts[WALK_BATCH] = { 0 };
     kt_lines want = { 0 };
     char line[64];
     for (int i = 0; i < n; i++) {
@@ -932,46 +932,47 @@ static void reread_write(kt_bucket *b, reread_model *m, const int *keys, int n, 
     kt_lines_free(&want);
 }
 
-/* The keys lo <= k < hi with k % every == rem, written in batches of REREAD_BATCH. */
-static void reread_range(kt_bucket *b, reread_model *m, int lo, int hi, int every, int rem,
+/* The keys lo <= k < hi with k % every == rem, written in batches of WALK_BATCH. */
+static void walk_range(kt_bucket *b, walk_model *m, int lo, int hi, int every, int rem,
                        const char *name, int score)
 {
-    int keys[REREAD_BATCH], n = 0;
+    int keys[WALK_BATCH], n = 0;
     for (int k = lo; k < hi; k++) {
         if (k % every != rem) continue;
         keys[n++] = k;
-        if (n == REREAD_BATCH) {
-            reread_write(b, m, keys, n, name, score);
+        if (n == WALK_BATCH) {
+            walk_write(b, m, keys, n, name, score);
             n = 0;
         }
     }
-    if (n) reread_write(b, m, keys, n, name, score);
+    if (n) walk_write(b, m, keys, n, name, score);
 }
 
-/* A write reads the rows it replaces (MultiGet over the hashed memtable and the files):
- * rows in files only, rows in the memtable over older ones in files, deletions in the
- * memtable over rows in files, keys never written, neighbouring keys and scattered ones.
- * Every changelog record must carry the right old row. */
+/* A write reads the rows it replaces by walking the memtable in key order, and from the
+ * files (MultiGet) what the walk does not settle: rows in files only, rows in the memtable
+ * over older ones in files, deletions in the memtable over rows in files, keys never
+ * written, neighbouring keys and keys scattered so far apart that the walk gives up. Every
+ * changelog record must carry the right old row. */
 static void test_reads_across_memtable_and_files(void **state)
 {
     (void)state;
-    kt_bucket *b = simple_bucket("kv-reread");
+    kt_bucket *b = simple_bucket("kv-walk");
     kt_open(b);
-    static reread_model m;
+    static walk_model m;
     memset(&m, 0, sizeof m);
     fr_error err;
-    reread_range(b, &m, 0, 600, 1, 0, "f", 1);
+    walk_range(b, &m, 0, 600, 1, 0, "f", 1);
     assert_int_equal(fr_kv_flush(b->kv, &err), 0);
-    reread_range(b, &m, 0, 600, 2, 0, "m", 2);   /* over the files */
-    reread_range(b, &m, 0, 600, 3, 0, NULL, 0);  /* deletions: over files and memtable */
-    reread_range(b, &m, 600, 1200, 10, 1, "n", 3); /* new keys, memtable only */
-    reread_range(b, &m, 0, 1200, 7, 3, "a", 4);  /* every 7th key */
+    walk_range(b, &m, 0, 600, 2, 0, "m", 2);   /* over the files */
+    walk_range(b, &m, 0, 600, 3, 0, NULL, 0);  /* deletions: over files and memtable */
+    walk_range(b, &m, 600, 1200, 10, 1, "n", 3); /* new keys, memtable only */
+    walk_range(b, &m, 0, 1200, 7, 3, "a", 4);  /* every 7th key: a few steps apart */
     /* every key once, in a scattered order: 1200 keys in six writes */
-    int keys[REREAD_KEYS];
-    for (int i = 0; i < REREAD_KEYS; i++) keys[i] = (i * 389) % REREAD_KEYS; /* 389 is prime */
-    for (int at = 0; at < REREAD_KEYS; at += REREAD_BATCH)
-        reread_write(b, &m, keys + at, REREAD_BATCH, "z", 5);
-    assert_int_equal(fr_kv_num_keys(b->kv), REREAD_KEYS);
+    int keys[WALK_KEYS];
+    for (int i = 0; i < WALK_KEYS; i++) keys[i] = (i * 389) % WALK_KEYS; /* 389 is prime */
+    for (int at = 0; at < WALK_KEYS; at += WALK_BATCH)
+        walk_write(b, &m, keys + at, WALK_BATCH, "z", 5);
+    assert_int_equal(fr_kv_num_keys(b->kv), WALK_KEYS);
     kt_bucket_free(b);
 }
 

@@ -1,13 +1,11 @@
-/* test_types_key.c — the order-preserving key encoding (fr_key_encode, fr_key_decode,
- * fr_key_first_len).
+/* test_types_key.c — the order-preserving key encoding (fr_key_encode, fr_key_decode).
  *
  * Exact bytes for a few values of each kind; then randomized properties over keys of 1 to 4
  * columns of every key type (seed printed, FIRTH_TEST_SEED replays): memcmp of two
  * encodings has the sign of the column-by-column comparison of the values, the encoding of
  * the first k columns is a byte prefix of the whole, decoding gives back the values and
- * re-encodes to the same bytes, the first value's length is found, every truncation is
- * FR_ECORRUPT and flipped bytes either decode to a key that re-encodes to them or are
- * FR_ECORRUPT. Also the errors of encoding
+ * re-encodes to the same bytes, every truncation is FR_ECORRUPT and flipped bytes either
+ * decode to a key that re-encodes to them or are FR_ECORRUPT. Also the errors of encoding
  * (NULL, wrong type, out of range, too long) and allocation failures. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -339,19 +337,6 @@ static void check_malformed(const fr_buf *enc, const fr_type *types, int n, fr_a
     fr_free(copy);
 }
 
-/* fr_key_first_len finds where the first value ends, whatever follows it, and gives the
- * whole length back for a key cut short inside the first value. */
-static void check_first_len(const fr_buf *enc, const fr_type *types, const fr_value *vals)
-{
-    fr_buf first;
-    fr_buf_init(&first);
-    encode_ok(types, vals, 1, &first);
-    assert_int_equal(fr_key_first_len(&types[0], enc->data, enc->len), first.len);
-    for (size_t cut = 0; cut < first.len; cut++)
-        assert_int_equal(fr_key_first_len(&types[0], enc->data, cut), cut);
-    fr_buf_free(&first);
-}
-
 static void test_key_random(void **state)
 {
     (void)state;
@@ -380,7 +365,6 @@ static void test_key_random(void **state)
         check_decode(&ea, types, n, va, a);
         check_decode(&eb, types, n, vb, a);
         check_malformed(&ea, types, n, a);
-        check_first_len(&ea, types, va);
         fr_arena_free(a);
     }
     /* The values are drawn so that all three outcomes occur often. */
