@@ -192,18 +192,17 @@ void fr_rpc_free(ProtobufCMessage *m)
 
 /* ---- request and response bodies -------------------------------------------------------- */
 
-int fr_rpc_request_unpack(const fr_rpc_frame *f, ProtobufCMessage **out, Firth__ErrorCode *code,
-                          fr_error *err)
+const fr_rpc_api_info *fr_rpc_request_api(const fr_rpc_frame *f, Firth__ErrorCode *code,
+                                          fr_error *err)
 {
     assert(f->direction == FR_RPC_REQUEST);
-    Firth__ErrorCode local;
-    if (!code) code = &local;
     *code = FIRTH__ERROR_CODE__NONE;
     const fr_rpc_api_info *info = fr_rpc_api_lookup(f->api_key);
     if (!info) {
         *code = FIRTH__ERROR_CODE__UNKNOWN_API;
-        return fr_fail(err, FR_EUNSUPPORTED, "unknown api key %d (this server knows 0..%d)",
-                       f->api_key, FR_RPC_API_COUNT - 1);
+        fr_fail(err, FR_EUNSUPPORTED, "unknown api key %d (this server knows 0..%d)",
+                f->api_key, FR_RPC_API_COUNT - 1);
+        return NULL;
     }
     /* ApiVersions is how a client learns the versions: every version of it is answered
      * (with this server's newest response), so it must never be refused for its version. */
@@ -211,10 +210,21 @@ int fr_rpc_request_unpack(const fr_rpc_frame *f, ProtobufCMessage **out, Firth__
     if (!any_version &&
         (f->api_version < info->min_version || f->api_version > info->max_version)) {
         *code = FIRTH__ERROR_CODE__UNSUPPORTED_VERSION;
-        return fr_fail(err, FR_EUNSUPPORTED,
-                       "%s version %d is not supported (this server speaks %d..%d)", info->name,
-                       f->api_version, info->min_version, info->max_version);
+        fr_fail(err, FR_EUNSUPPORTED,
+                "%s version %d is not supported (this server speaks %d..%d)", info->name,
+                f->api_version, info->min_version, info->max_version);
+        return NULL;
     }
+    return info;
+}
+
+int fr_rpc_request_unpack(const fr_rpc_frame *f, ProtobufCMessage **out, Firth__ErrorCode *code,
+                          fr_error *err)
+{
+    Firth__ErrorCode local;
+    if (!code) code = &local;
+    const fr_rpc_api_info *info = fr_rpc_request_api(f, code, err);
+    if (!info) return FR_EUNSUPPORTED;
     char what[48];
     snprintf(what, sizeof what, "%s request", info->name);
     ProtobufCMessage *m = NULL;

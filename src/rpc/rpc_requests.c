@@ -111,26 +111,17 @@ void fr_rpc_request_free_in_place(ProtobufCMessage *m)
 int fr_rpc_request_unpack_in_place(const fr_rpc_frame *f, ProtobufCMessage **out,
                                    Firth__ErrorCode *code, fr_error *err)
 {
-    assert(f->direction == FR_RPC_REQUEST && fr_rpc_request_in_place(f->api_key));
+    assert(fr_rpc_request_in_place(f->api_key));
     Firth__ErrorCode local;
     if (!code) code = &local;
-    *code = FIRTH__ERROR_CODE__NONE;
-    const fr_rpc_api_info *info = fr_rpc_api_lookup(f->api_key);
-    if (f->api_version < info->min_version || f->api_version > info->max_version) {
-        *code = FIRTH__ERROR_CODE__UNSUPPORTED_VERSION;
-        return fr_fail(err, FR_EUNSUPPORTED,
-                       "%s version %d is not supported (this server speaks %d..%d)", info->name,
-                       f->api_version, info->min_version, info->max_version);
-    }
-    const ProtobufCMessageDescriptor *d = f->api_key == FR_RPC_PRODUCE_LOG
-                                              ? &firth__produce_log_request__descriptor
-                                              : &firth__put_kv_request__descriptor;
-    ProtobufCMessage *m = fr_malloc(d->sizeof_message);
+    const fr_rpc_api_info *info = fr_rpc_request_api(f, code, err);
+    if (!info) return FR_EUNSUPPORTED;
+    ProtobufCMessage *m = fr_malloc(info->request->sizeof_message);
     if (!m) {
         *code = fr_rpc_code_from_status(FR_ENOMEM);
         return fr_fail(err, FR_ENOMEM, "%s request: out of memory", info->name);
     }
-    protobuf_c_message_init(d, m);
+    protobuf_c_message_init(info->request, m);
     char what[48];
     snprintf(what, sizeof what, "%s request", info->name);
     fr_wire_budget budget;

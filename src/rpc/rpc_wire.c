@@ -122,18 +122,28 @@ int fr_wire_int32(fr_wire *w, int type, int32_t *v, fr_error *err)
     return 0;
 }
 
+/* Room for one more element of elem bytes in the repeated field's array *items of n
+ * (capacity *cap), doubling it and counting the growth against the budget. */
+static int grow_array(const fr_wire *w, void *items, size_t n, size_t *cap, size_t elem,
+                      fr_error *err)
+{
+    if (n < *cap) return 0;
+    size_t ncap = *cap ? *cap * 2 : 4;
+    FR_TRY(charge(w, (ncap - *cap) * elem, err));
+    void *old;
+    memcpy(&old, items, sizeof old); /* items is the address of some pointer */
+    void *na = fr_realloc(old, ncap * elem);
+    FR_CHECK(na, FR_ENOMEM, err, "%s: out of memory", w->what);
+    memcpy(items, &na, sizeof na);
+    *cap = ncap;
+    return 0;
+}
+
 /* Appends one element to a repeated int32 array, as protobuf-c keeps it (the low 32 bits). */
 static int push_int32(const fr_wire *w, uint64_t u, int32_t **items, size_t *n, size_t *cap,
                       fr_error *err)
 {
-    if (*n == *cap) {
-        size_t ncap = *cap ? *cap * 2 : 8;
-        FR_TRY(charge(w, (ncap - *cap) * sizeof **items, err));
-        int32_t *na = fr_realloc(*items, ncap * sizeof *na);
-        FR_CHECK(na, FR_ENOMEM, err, "%s: out of memory", w->what);
-        *items = na;
-        *cap = ncap;
-    }
+    FR_TRY(grow_array(w, items, *n, cap, sizeof **items, err));
     (*items)[(*n)++] = (int32_t)(uint32_t)u;
     return 0;
 }
@@ -206,14 +216,7 @@ int fr_wire_element(fr_wire *w, int type, const ProtobufCMessageDescriptor *d, v
 {
     FR_TRY(fr_wire_want(w, type, FR_WT_LEN, err));
     FR_TRY(fr_wire_len(w, sub, err));
-    if (*n == *cap) {
-        size_t ncap = *cap ? *cap * 2 : 4;
-        FR_TRY(charge(w, (ncap - *cap) * sizeof(void *), err));
-        void **na = fr_realloc(*items, ncap * sizeof *na);
-        FR_CHECK(na, FR_ENOMEM, err, "%s: out of memory", w->what);
-        *items = na;
-        *cap = ncap;
-    }
+    FR_TRY(grow_array(w, items, *n, cap, sizeof(void *), err));
     void *m;
     FR_TRY(fr_wire_alloc(w, d->sizeof_message, &m, err));
     protobuf_c_message_init(d, m);

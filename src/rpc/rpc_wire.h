@@ -36,6 +36,11 @@ typedef struct fr_wire {
 
 /* The most memory unpacking a body of n bytes may allocate (rpc_message.c). */
 size_t fr_rpc_unpack_limit(size_t n);
+/* The api of a request frame, checked before its body is read: known (else UNKNOWN_API),
+ * and a version this server speaks (else UNSUPPORTED_VERSION); NULL with *code and err set
+ * otherwise (FR_EUNSUPPORTED). rpc_message.c. */
+const fr_rpc_api_info *fr_rpc_request_api(const fr_rpc_frame *f, Firth__ErrorCode *code,
+                                          fr_error *err);
 /* The wire of a whole body of n bytes, with its budget (b, set up here). */
 fr_wire fr_wire_start(const uint8_t *p, size_t n, const char *what, fr_wire_budget *b);
 /* *out gets size bytes (fr_malloc'd) counted against the budget: FR_ELIMIT past it,
