@@ -16,7 +16,8 @@
  *
  * The verdicts compare both figures with PostgreSQL's (INSERT ... ON CONFLICT DO UPDATE of
  * as many rows per statement with synchronous_commit on; pipelined prepared SELECTs by
- * primary key); the target is 3x for both. */
+ * primary key); the target is 3x for both. bench/run.sh runs a few rounds, each PostgreSQL
+ * then firth, and `--combine` takes the median of the rounds' ratios. */
 #include "benchkit.h"
 #include "client/client_bridge.h"
 
@@ -403,6 +404,111 @@ static int pk_report(const pk_config *cfg, const pk_phase *up, const pk_phase *l
     return rc;
 }
 
+/* ---- rounds ---------------------------------------------------------------------------- */
+
+#define PK_ROUNDS_MAX 16
+
+/* The figures of a round, and their medians over the rounds. */
+enum { PK_UPS, PK_PG_UPS, PK_UP_RATIO, PK_LOOKS, PK_PG_LOOKS, PK_LOOK_RATIO, PK_FIGURES };
+
+static double pk_ratio(double firth, double peer) { return peer > 0 ? firth / peer : 0; }
+
+static void pk_round_print(const char *label, const double *f)
+{
+    printf("  %-7s %12.0f %10.0f %6.2fx %14.0f %10.0f %6.2fx\n", label, f[PK_UPS], f[PK_PG_UPS],
+           f[PK_UP_RATIO], f[PK_LOOKS], f[PK_PG_LOOKS], f[PK_LOOK_RATIO]);
+}
+
+/* Reads one round's result file into fig[][round]: the round's doc goes to rounds without
+ * its peer (which goes to peers) and its own single-pair targets. */
+static int pk_round_read(const char *file, int round, double fig[][PK_ROUNDS_MAX],
+                         json_t *rounds, json_t *peers, json_t **config, fr_error *err)
+{
+    json_t *doc = bk_json_read(file, err);
+    if (!doc) return fr_error_wrap(err, "round %d", round + 1);
+    json_t *peer = json_object_get(doc, "peer");
+    double f[PK_FIGURES] = {
+        [PK_UPS] = bk_json_number(doc, "upserts.rows_per_s"),
+        [PK_PG_UPS] = bk_json_number(peer, "median.upserts_per_s"),
+        [PK_LOOKS] = bk_json_number(doc, "lookups.keys_per_s"),
+        [PK_PG_LOOKS] = bk_json_number(peer, "median.lookups_per_s"),
+    };
+    f[PK_UP_RATIO] = pk_ratio(f[PK_UPS], f[PK_PG_UPS]);
+    f[PK_LOOK_RATIO] = pk_ratio(f[PK_LOOKS], f[PK_PG_LOOKS]);
+    char label[16];
+    snprintf(label, sizeof label, "%d", round + 1);
+    pk_round_print(label, f);
+    for (int k = 0; k < PK_FIGURES; k++) fig[k][round] = f[k];
+    if (!*config) *config = json_incref(json_object_get(doc, "config"));
+    if (json_is_object(peer)) json_array_append(peers, peer);
+    json_object_del(doc, "peer");
+    json_object_del(doc, "targets");
+    json_array_append_new(rounds, doc);
+    return FR_OK;
+}
+
+static void pk_ratio_target(json_t *targets, const char *name, const char *what, double ratio)
+{
+    bk_target t = {.name = name, .what = what, .figure = ratio, .target = PK_TARGET_VS_PEER};
+    json_array_append_new(targets, bk_target_json(&t));
+}
+
+/* --combine: the result files of rounds that each ran peer_postgres and then this program
+ * (with that round's --peer) into one result, whose verdicts take the median of the rounds'
+ * ratios. On a shared machine both systems' rates drift by a third within minutes; the ratio
+ * of one pair run back to back moves with that drift, the median of a few pairs much less.
+ * peer_out gets PostgreSQL's medians and its rounds. */
+static int pk_combine(const char *out, const char *peer_out, char **files, int n,
+                      fr_error *err)
+{
+    FR_CHECK(n >= 1 && n <= PK_ROUNDS_MAX, FR_EINVAL, err,
+             "--combine takes 1 to %d result files", PK_ROUNDS_MAX);
+    double fig[PK_FIGURES][PK_ROUNDS_MAX], med[PK_FIGURES];
+    json_t *rounds = json_array(), *peers = json_array(), *config = NULL;
+    int rc = FR_OK;
+    printf("net pk, %d round(s), PostgreSQL then firth in each:\n", n);
+    printf("  %-7s %12s %10s %7s %14s %10s %7s\n", "round", "upserts/s", "postgres", "ratio",
+           "lookups/s", "postgres", "ratio");
+    for (int i = 0; rc == FR_OK && i < n; i++)
+        rc = pk_round_read(files[i], i, fig, rounds, peers, &config, err);
+    if (rc < 0) goto done;
+    for (int k = 0; k < PK_FIGURES; k++) med[k] = bk_median(fig[k], n);
+    pk_round_print("median", med);
+    printf("  (each verdict takes the median of the rounds' ratios)\n");
+    json_t *targets = json_array();
+    bool peered = json_array_size(peers) == (size_t)n;
+    if (peered) {
+        pk_ratio_target(targets, "net_pk_upserts_vs_postgres", "firth upserts/s (batches of "
+                        "rows over firth://, durable) / PostgreSQL INSERT ... ON CONFLICT DO "
+                        "UPDATE rows/s (synchronous_commit on), median of the rounds",
+                        med[PK_UP_RATIO]);
+        pk_ratio_target(targets, "net_pk_lookups_vs_postgres", "firth point lookups/s "
+                        "(batched) / PostgreSQL pipelined prepared SELECT by primary key /s, "
+                        "median of the rounds", med[PK_LOOK_RATIO]);
+    }
+    json_t *doc = json_pack(
+        "{s:s, s:o, s:o, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}, s:O, s:o}", "benchmark", "net_pk",
+        "host", bk_host_json(), "config", config ? config : json_null(), "upserts", "rows_per_s",
+        med[PK_UPS], "postgres_rows_per_s", med[PK_PG_UPS], "vs_postgres", med[PK_UP_RATIO],
+        "lookups", "keys_per_s", med[PK_LOOKS], "postgres_keys_per_s", med[PK_PG_LOOKS],
+        "vs_postgres", med[PK_LOOK_RATIO], "rounds", rounds, "targets", targets);
+    config = NULL; /* the document holds it */
+    rc = out ? bk_json_write(doc, out, err) : FR_OK;
+    json_decref(doc);
+    if (rc == FR_OK && peer_out && peered) {
+        json_t *pg = json_pack("{s:s, s:o, s:{s:f, s:f}, s:O}", "benchmark", "postgres", "host",
+                               bk_host_json(), "median", "upserts_per_s", med[PK_PG_UPS],
+                               "lookups_per_s", med[PK_PG_LOOKS], "rounds", peers);
+        rc = bk_json_write(pg, peer_out, err);
+        json_decref(pg);
+    }
+done:
+    json_decref(rounds);
+    json_decref(peers);
+    json_decref(config);
+    return rc;
+}
+
 static void pk_usage(void)
 {
     fprintf(stderr,
@@ -415,7 +521,35 @@ static void pk_usage(void)
             "  primary-key table of the 20-column benchmark rows on a firth server; --peer is\n"
             "  the result file of peer_postgres run with the same keys and batch sizes.\n"
             "  --key-order scattered spreads each call's keys over its client's range (every\n"
-            "  key is still written once per pass); the default writes neighbouring keys.\n");
+            "  key is still written once per pass); the default writes neighbouring keys.\n"
+            "   or: bench_net_pk --combine [--out FILE.json] [--peer-out FILE.json] ROUND.json...\n"
+            "  Combines the result files of rounds (each peer_postgres, then bench_net_pk with\n"
+            "  that round's --peer) into one, whose verdicts take the median of the rounds'\n"
+            "  ratios; --peer-out gets PostgreSQL's medians.\n");
+}
+
+/* bench_net_pk --combine [--out F] [--peer-out F] ROUND.json... */
+static int pk_combine_main(int argc, char **argv)
+{
+    const char *out = NULL, *peer_out = NULL;
+    int i = 2;
+    for (; i + 1 < argc && argv[i][0] == '-'; i += 2) {
+        if (!strcmp(argv[i], "--out")) out = argv[i + 1];
+        else if (!strcmp(argv[i], "--peer-out")) peer_out = argv[i + 1];
+        else break;
+    }
+    fr_error err = {0};
+    if (i >= argc || argv[i][0] == '-') {
+        fprintf(stderr, "bench_net_pk: --combine needs round result files%s%s\n",
+                i < argc ? ", not " : "", i < argc ? argv[i] : "");
+        pk_usage();
+        return 2;
+    }
+    if (pk_combine(out, peer_out, argv + i, argc - i, &err) < 0) {
+        fprintf(stderr, "bench_net_pk: %s (%s)\n", err.msg, fr_strcode(err.code));
+        return 1;
+    }
+    return 0;
 }
 
 static int pk_parse_args(int argc, char **argv, pk_config *cfg, fr_error *err)
@@ -466,6 +600,7 @@ int main(int argc, char **argv)
     static pk_shared sh;
     pk_phase up = {0}, look = {0};
     int rc;
+    if (argc > 1 && !strcmp(argv[1], "--combine")) return pk_combine_main(argc, argv);
     if (pk_parse_args(argc, argv, &cfg, &err) < 0) {
         fprintf(stderr, "bench_net_pk: %s\n", err.msg);
         pk_usage();

@@ -20,7 +20,8 @@
 # BENCH_NET_FETCH_ARGS, BENCH_NET_PK_ARGS, BENCH_LAKE_TIER_ARGS, BENCH_LAKE_READ_ARGS add
 # options to the programs (e.g.
 # BENCH_APPEND_ARGS="--mb 64 --reps 1" for a quick look); BENCH_FETCH_ROWS and BENCH_PK_KEYS
-# size the data firth and its peer both hold; BENCH_ONLY="net_fetch net_pk" runs only the
+# size the data firth and its peer both hold; BENCH_PK_ROUNDS (3) is how many rounds of
+# PostgreSQL then firth net_pk runs; BENCH_ONLY="net_fetch net_pk" runs only the
 # benchmarks named (append projection net_produce net_fetch net_pk lake_tier lake_read). See
 # docs/BENCHMARKS.md.
 set -uo pipefail
@@ -31,6 +32,7 @@ OUT=$BUILD/bench
 TMP=$OUT/tmp
 FETCH_ROWS=${BENCH_FETCH_ROWS:-131072}
 PK_KEYS=${BENCH_PK_KEYS:-65536}
+PK_ROUNDS=${BENCH_PK_ROUNDS:-3}
 ONLY=${BENCH_ONLY:-append projection net_produce net_fetch net_pk lake_tier lake_read}
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -94,6 +96,7 @@ fi
 results=(append projection net_produce redis_streams net_fetch postgres net_pk lake_tier
     lake_read)
 for r in "${results[@]}"; do rm -f "$OUT/$r.json"; done
+rm -f "$OUT"/postgres_r*.json "$OUT"/net_pk_r*.json
 rm -f "$OUT/summary.json"
 
 status=0
@@ -203,9 +206,11 @@ start_postgres() {
     fi
 }
 
+# Stops PostgreSQL and removes its dir: the next start is a fresh instance.
 stop_postgres() {
     [ -n "$pg_data" ] && "${pg_as[@]}" "$PG_BIN/pg_ctl" -D "$pg_data" -m fast -w stop >/dev/null
     pg_data=""
+    rm -rf "${TMP:?}/pg"
 }
 
 # shellcheck disable=SC2086  # the extra arguments are meant to be split
@@ -252,20 +257,36 @@ if wanted net_produce || wanted net_fetch || wanted net_pk; then
                 { echo "bench: bench_net_fetch failed" >&2; status=1; }
         fi
         if wanted net_pk; then
-            echo
-            if start_postgres; then
-                "$BIN/peer_postgres" --keys "$PK_KEYS" --out "$OUT/postgres.json" --conninfo \
-                    "host=127.0.0.1 port=$pg_port dbname=postgres user=postgres" ||
-                    { echo "bench: peer_postgres failed" >&2; status=1; }
-                stop_postgres
-            else
-                status=1
+            # Rounds of PostgreSQL (a fresh instance) then firth; the verdicts take the
+            # median of the rounds' ratios (bench_net_pk --combine).
+            rounds=()
+            for r in $(seq "$PK_ROUNDS"); do
+                echo
+                echo "net_pk round $r of $PK_ROUNDS"
+                if start_postgres; then
+                    "$BIN/peer_postgres" --keys "$PK_KEYS" --out "$OUT/postgres_r$r.json" \
+                        --conninfo "host=127.0.0.1 port=$pg_port dbname=postgres user=postgres" ||
+                        { echo "bench: peer_postgres failed" >&2; status=1; }
+                    stop_postgres
+                else
+                    status=1
+                fi
+                echo
+                # shellcheck disable=SC2086
+                if "$BIN/bench_net_pk" --connect "$server_addr" --server-pid "$server_pid" \
+                    --keys "$PK_KEYS" --peer "$OUT/postgres_r$r.json" \
+                    --out "$OUT/net_pk_r$r.json" ${BENCH_NET_PK_ARGS:-}; then
+                    rounds+=("$OUT/net_pk_r$r.json")
+                else
+                    echo "bench: bench_net_pk failed" >&2
+                    status=1
+                fi
+            done
+            if [ ${#rounds[@]} -gt 0 ]; then
+                echo
+                "$BIN/bench_net_pk" --combine --out "$OUT/net_pk.json" \
+                    --peer-out "$OUT/postgres.json" "${rounds[@]}" || status=1
             fi
-            echo
-            # shellcheck disable=SC2086
-            "$BIN/bench_net_pk" --connect "$server_addr" --server-pid "$server_pid" \
-                --keys "$PK_KEYS" --peer "$OUT/postgres.json" --out "$OUT/net_pk.json" \
-                ${BENCH_NET_PK_ARGS:-} || { echo "bench: bench_net_pk failed" >&2; status=1; }
         fi
     fi
 fi
