@@ -34,6 +34,10 @@ FETCH_ROWS=${BENCH_FETCH_ROWS:-131072}
 PK_KEYS=${BENCH_PK_KEYS:-65536}
 PK_ROUNDS=${BENCH_PK_ROUNDS:-3}
 ONLY=${BENCH_ONLY:-append projection net_produce net_fetch net_pk lake_tier lake_read}
+if ! [[ $PK_ROUNDS =~ ^[0-9]+$ ]] || [ "$PK_ROUNDS" -lt 1 ] || [ "$PK_ROUNDS" -gt 16 ]; then
+    echo "bench: BENCH_PK_ROUNDS must be a number from 1 to 16, not '$PK_ROUNDS'" >&2
+    exit 2
+fi
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
