@@ -124,8 +124,7 @@ static void fz_write(const char *name, const uint8_t *p, size_t n)
     fclose(f);
 }
 
-/* Whether the batch at offset off was committed at ts: the one answer to an offset by time
- * other than the end that a timestamp no later batch can exceed allows. */
+/* Whether the batch that starts at offset off was committed at ts. */
 static bool fz_committed_at(fr_log *log, int64_t off, int64_t ts)
 {
     fr_error err;
