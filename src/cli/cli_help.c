@@ -32,6 +32,9 @@
     "                        (default 1000000; 0: no limit)\n"                                \
     "  --kv.block-cache.bytes SIZE\n"                                                         \
     "                        the block cache shared by all KV stores (default 64mb)\n"        \
+    "  --kv.row-cache.bytes SIZE\n"                                                           \
+    "                        rows found by lookups, kept for the next lookups of the same\n"   \
+    "                        keys, shared by all KV stores (default 128mb; 0: none)\n"         \
     "  --kv.write-buffer.bytes SIZE\n"                                                        \
     "                        the memtables of all KV stores together (default 256mb)\n"       \
     "  --lake.warehouse DIR  where lake-enabled tables keep their Iceberg tables (default\n"  \
@@ -287,8 +290,8 @@ static const char CLI_HELP_SERVER[] =
     "  server.node.id N              this node's id in metadata (default 0)\n"
     "  log.level LEVEL               debug, info, warn, error or off (default info)\n"
     "  log.flush, log.flush.interval, log.segment.bytes, log.retention.check-interval,\n"
-    "  kv.flush.interval, kv.flush.records, kv.block-cache.bytes, kv.write-buffer.bytes,\n"
-    "  lake.warehouse, lake.tiering.threads\n"
+    "  kv.flush.interval, kv.flush.records, kv.block-cache.bytes, kv.row-cache.bytes,\n"
+    "  kv.write-buffer.bytes, lake.warehouse, lake.tiering.threads\n"
     "                                the engine's keys, as for the other commands\n"
     "Durations: 500ms, 30s, 5min, 2h, 7d. Sizes: 64kb, 256mb, 1gb.\n"
     "\n"

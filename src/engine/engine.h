@@ -42,8 +42,10 @@ typedef struct fr_engine_options {
     int64_t kv_flush_records;
     int64_t kv_block_cache_bytes;  /* `kv.block-cache.bytes`: one LRU cache for every store;
                                       default 64 MiB */
+    int64_t kv_row_cache_bytes;    /* `kv.row-cache.bytes`: the rows lookups found, for every
+                                      store; default 128 MiB, 0 none */
     int64_t kv_write_buffer_bytes; /* `kv.write-buffer.bytes`: every store's memtables
-                                      together; default 64 MiB, at least 1 MiB */
+                                      together; default 256 MiB, at least 1 MiB */
     const char *lake_warehouse;    /* `lake.warehouse`: NULL for DATA_DIR/lake */
     int lake_tiering_threads;      /* `lake.tiering.threads`: default 2, 0 no background
                                       tiering (CALL sys.tier still works) */
@@ -53,8 +55,8 @@ void fr_engine_options_default(fr_engine_options *o);
 /* Sets one configuration key from its text (docs/CONFIGURATION.md): "log.flush" (append,
  * interval, none), "log.flush.interval" (a duration), "log.segment.bytes" (a size),
  * "log.retention.check-interval" (a duration, 0 off), "kv.flush.interval" (a duration, 0
- * off), "kv.flush.records" (a count, 0 off), "kv.block-cache.bytes" and
- * "kv.write-buffer.bytes" (sizes), "lake.warehouse" (a directory; its text is copied into
+ * off), "kv.flush.records" (a count, 0 off), "kv.block-cache.bytes",
+ * "kv.row-cache.bytes" and "kv.write-buffer.bytes" (sizes), "lake.warehouse" (a directory; its text is copied into
  * storage that lives until the process ends) and "lake.tiering.threads" (0 to 64). An
  * unknown key or a bad value is FR_EINVAL with a message naming the key; o is then
  * unchanged. */
@@ -84,6 +86,14 @@ int fr_engine_create_database(fr_engine *e, const char *db, bool if_not_exists, 
 /* Drops a database; with cascade=false a non-empty database is FR_ESTATE. */
 int fr_engine_drop_database(fr_engine *e, const char *db, bool if_exists, bool cascade,
                             fr_error *err);
+/* The memory every primary-key table's KV store shares: bytes in the active memtables, the
+ * block cache and the row cache of lookups (kv.h, fr_kv_env). */
+typedef struct fr_engine_kv_memory {
+    int64_t memtable_bytes;
+    int64_t block_cache_bytes;
+    int64_t row_cache_bytes;
+} fr_engine_kv_memory;
+void fr_engine_kv_memory_get(fr_engine *e, fr_engine_kv_memory *out);
 /* Names of databases (sorted). *names is an array of strings, all owned by the caller:
  * free with fr_names_free. */
 int fr_engine_list_databases(fr_engine *e, char ***names, int *count, fr_error *err);

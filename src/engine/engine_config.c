@@ -104,6 +104,12 @@ static int set_kv_block_cache(fr_engine_options *o, const char *key, const char 
     return set_size_at_least(key, value, 0, "0", &o->kv_block_cache_bytes, err);
 }
 
+static int set_kv_row_cache(fr_engine_options *o, const char *key, const char *value,
+                            fr_error *err)
+{
+    return set_size_at_least(key, value, 0, "0", &o->kv_row_cache_bytes, err);
+}
+
 static int set_kv_write_buffer(fr_engine_options *o, const char *key, const char *value,
                                fr_error *err)
 {
@@ -183,6 +189,7 @@ static const engine_key ENGINE_KEYS[] = {
     {"kv.write-buffer.bytes", set_kv_write_buffer},
     {"lake.warehouse", set_lake_warehouse},
     {"lake.tiering.threads", set_lake_tiering_threads},
+    {"kv.row-cache.bytes", set_kv_row_cache}, /* last: the keys keep their indexes */
 };
 #define ENGINE_NKEYS ((int)(sizeof ENGINE_KEYS / sizeof ENGINE_KEYS[0]))
 
@@ -195,8 +202,8 @@ int fr_engine_options_set(fr_engine_options *o, const char *key, const char *val
     return fr_fail(err, FR_EINVAL,
                    "unknown configuration key '%s'; the keys are log.flush, log.flush.interval, "
                    "log.segment.bytes, log.retention.check-interval, kv.flush.interval, "
-                   "kv.flush.records, kv.block-cache.bytes, kv.write-buffer.bytes, "
-                   "lake.warehouse and lake.tiering.threads",
+                   "kv.flush.records, kv.block-cache.bytes, kv.row-cache.bytes, "
+                   "kv.write-buffer.bytes, lake.warehouse and lake.tiering.threads",
                    key);
 }
 

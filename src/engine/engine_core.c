@@ -39,6 +39,7 @@ void fr_engine_options_default(fr_engine_options *o)
     fr_kv_env_options kv;
     fr_kv_env_options_default(&kv);
     o->kv_block_cache_bytes = kv.block_cache_bytes;
+    o->kv_row_cache_bytes = kv.row_cache_bytes;
     o->kv_write_buffer_bytes = kv.write_buffer_bytes;
     o->lake_tiering_threads = 2;
 }
@@ -246,6 +247,8 @@ int fr_engine_open(const fr_engine_options *opts, fr_engine **out, fr_error *err
     FR_CHECK(opts->kv_block_cache_bytes >= 0, FR_EINVAL, err,
              "kv.block-cache.bytes of %lld bytes is negative",
              (long long)opts->kv_block_cache_bytes);
+    FR_CHECK(opts->kv_row_cache_bytes >= 0, FR_EINVAL, err,
+             "kv.row-cache.bytes of %lld bytes is negative", (long long)opts->kv_row_cache_bytes);
     size_t dl = strlen(opts->data_dir);
     while (dl > 1 && opts->data_dir[dl - 1] == '/') dl--;
     FR_CHECK(dl < FR_ENGINE_PATH_BYTES_MAX - 512, FR_EINVAL, err, "data dir path too long");
@@ -274,7 +277,8 @@ int fr_engine_open(const fr_engine_options *opts, fr_engine **out, fr_error *err
     snprintf(e->meta_dir, dl + 6, "%s/meta", e->data_dir);
     e->opts.data_dir = e->data_dir;
     fr_kv_env_options kvo = {.block_cache_bytes = opts->kv_block_cache_bytes,
-                             .write_buffer_bytes = opts->kv_write_buffer_bytes};
+                             .write_buffer_bytes = opts->kv_write_buffer_bytes,
+                             .row_cache_bytes = opts->kv_row_cache_bytes};
     FR_GOTO(fr_kv_env_new(&kvo, &e->kv_env, err));
     FR_GOTO(fr_mkdirs(e->data_dir, err));
     char marker[FR_ENGINE_PATH_BYTES_MAX];
@@ -510,6 +514,13 @@ static int list_names(fr_engine *e, const char *db, char ***names, int *count, f
     *names = out;
     *count = k;
     return FR_OK;
+}
+
+void fr_engine_kv_memory_get(fr_engine *e, fr_engine_kv_memory *out)
+{
+    out->memtable_bytes = fr_kv_env_memtable_bytes(e->kv_env);
+    out->block_cache_bytes = fr_kv_env_block_cache_bytes(e->kv_env);
+    out->row_cache_bytes = fr_kv_env_row_cache_bytes(e->kv_env);
 }
 
 int fr_engine_list_databases(fr_engine *e, char ***names, int *count, fr_error *err)

@@ -100,6 +100,8 @@ typedef struct fr_kv_env_options {
     int64_t block_cache_bytes;  /* capacity of the shared block cache; default 64 MiB */
     int64_t write_buffer_bytes; /* the memtables of every store together; default 256 MiB,
                                    at least 1 MiB */
+    int64_t row_cache_bytes;    /* the rows point lookups found, for the next lookups of
+                                   the same keys; default 128 MiB, 0 none */
 } fr_kv_env_options;
 
 void fr_kv_env_options_default(fr_kv_env_options *o);
@@ -112,6 +114,7 @@ void fr_kv_env_release(fr_kv_env *env);
  * store's writes), and the block cache's usage. For metrics and tests. */
 int64_t fr_kv_env_memtable_bytes(fr_kv_env *env);
 int64_t fr_kv_env_block_cache_bytes(fr_kv_env *env);
+int64_t fr_kv_env_row_cache_bytes(fr_kv_env *env);
 
 /* How a table's rows merge; the arrays are owned by the caller and copied by fr_kv_open. */
 typedef struct fr_kv_spec {

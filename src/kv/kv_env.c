@@ -1,5 +1,6 @@
-/* kv_env.c — what the KV stores of one engine share: one LRU block cache, and the budget
- * of their memtables (kv.h, fr_kv_env, says how it is kept without a write buffer manager).
+/* kv_env.c — what the KV stores of one engine share: one LRU block cache, the row cache of
+ * lookups (kv_rowcache.c), and the budget of their memtables (kv.h, fr_kv_env, says how it
+ * is kept without a write buffer manager).
  *
  * Invariants: the cache is RocksDB's and reference counted on its side too (every store's
  * table options hold it), so freeing the environment's handle never pulls it from under
@@ -10,6 +11,7 @@ void fr_kv_env_options_default(fr_kv_env_options *o)
 {
     o->block_cache_bytes = 64 << 20;
     o->write_buffer_bytes = 256 << 20;
+    o->row_cache_bytes = 128 << 20;
 }
 
 int fr_kv_env_new(const fr_kv_env_options *o, fr_kv_env **out, fr_error *err)
@@ -25,12 +27,20 @@ int fr_kv_env_new(const fr_kv_env_options *o, fr_kv_env **out, fr_error *err)
     FR_CHECK(o->write_buffer_bytes >= KV_BUFFER_BYTES_MIN, FR_EINVAL, err,
              "kv: a write buffer budget of %lld bytes is below the minimum of 1 MiB",
              (long long)o->write_buffer_bytes);
+    FR_CHECK(o->row_cache_bytes >= 0, FR_EINVAL, err,
+             "kv: a row cache of %lld bytes is negative", (long long)o->row_cache_bytes);
     fr_kv_env *env = fr_calloc(1, sizeof *env);
     FR_CHECK(env, FR_ENOMEM, err, "kv: out of memory for the shared KV environment");
     env->cache = rocksdb_cache_create_lru((size_t)o->block_cache_bytes);
     if (!env->cache) {
         fr_free(env);
         return fr_fail(err, FR_ENOMEM, "kv: out of memory for a block cache");
+    }
+    int rc = kv_rowcache_new(o->row_cache_bytes, &env->rows, err);
+    if (rc < 0) {
+        rocksdb_cache_destroy(env->cache);
+        fr_free(env);
+        return rc;
     }
     atomic_init(&env->refs, 1);
     atomic_init(&env->active_bytes, 0);
@@ -52,6 +62,7 @@ void fr_kv_env_release(fr_kv_env *env)
 {
     if (!env || atomic_fetch_sub(&env->refs, 1) != 1) return;
     rocksdb_cache_destroy(env->cache);
+    kv_rowcache_free(env->rows);
     fr_free(env);
 }
 
@@ -63,6 +74,11 @@ int64_t fr_kv_env_memtable_bytes(fr_kv_env *env)
 int64_t fr_kv_env_block_cache_bytes(fr_kv_env *env)
 {
     return (int64_t)rocksdb_cache_get_usage(env->cache);
+}
+
+int64_t fr_kv_env_row_cache_bytes(fr_kv_env *env)
+{
+    return kv_rowcache_bytes(env->rows);
 }
 
 /* Besides the cache and the memtable size: with many stores flushing small memtables for

@@ -150,9 +150,34 @@ int kv_cols_finish(kv_cols *k, fr_batch **out, fr_error *err);
 #define KV_BACKGROUND_FLUSHES 4
 #define KV_BACKGROUND_COMPACTIONS 2
 
+/* ---- the row cache (kv_rowcache.c) ----------------------------------------------------- */
+
+/* Stored rows found by lookups, by store id and key; bounded in bytes, least recently used
+ * first out, safe from any thread. NULL when the environment has none. */
+typedef struct kv_rowcache kv_rowcache;
+
+/* A new cache of capacity bytes; *out is NULL (no cache) when capacity is 0. */
+int kv_rowcache_new(int64_t capacity, kv_rowcache **out, fr_error *err);
+void kv_rowcache_free(kv_rowcache *c);
+/* An id for a newly opened store, never given out before in this process. */
+uint64_t kv_rowcache_store_id(void);
+/* Appends the row of (store, key) to out when the cache has it: true, with its place in
+ * out in *at and *len. False when it has not (or out could not grow). */
+bool kv_rowcache_get(kv_rowcache *c, uint64_t store, const uint8_t *key, size_t klen,
+                     fr_buf *out, size_t *at, size_t *len);
+/* Puts a copy of the row of (store, key), read from a snapshot taken while the store's
+ * generation was `expect`, unless the generation has changed since (fr_kv.gen). */
+void kv_rowcache_put(kv_rowcache *c, uint64_t store, const uint8_t *key, size_t klen,
+                     const uint8_t *val, size_t vlen, const _Atomic uint64_t *gen,
+                     uint64_t expect);
+void kv_rowcache_erase(kv_rowcache *c, uint64_t store, const uint8_t *key, size_t klen);
+/* The bytes the cache holds (0 for NULL): writes skip their removals when it is empty. */
+int64_t kv_rowcache_bytes(const kv_rowcache *c);
+
 struct fr_kv_env {
     atomic_int refs;
     rocksdb_cache_t *cache;
+    kv_rowcache *rows;     /* NULL: no row cache */
     size_t memtable_bytes; /* each store's write_buffer_size */
     int64_t flush_trigger; /* active memtables past this: the writing store flushes */
     int64_t flush_min;     /* ... when its own active memtable holds at least this */
@@ -241,6 +266,15 @@ struct fr_kv {
                                        began that last cleared it; 0: none */
     int64_t mem_reported;           /* this store's part of env->active_bytes (apply_mu) */
     _Atomic int64_t nkeys; /* exact for FULL images; -1 when unknown */
+    /* The row cache's view of the store (kv_rowcache.c). gen is odd while a write changes
+     * RocksDB: an apply bumps it, writes its batch, removes its keys from the cache when
+     * the cache is not empty, and bumps it again. A lookup reads gen, takes its snapshot,
+     * probes the cache and reads gen again: its hits are used only when both readings are
+     * the same even number (no write changed anything in between, so the hits and the
+     * snapshot agree); the rows it then reads from the snapshot are put into the cache
+     * only while gen is still that number. */
+    uint64_t cache_id;
+    _Atomic uint64_t gen;
     atomic_int failed;     /* an FR_E* code once a write failed after its append (its fsync
                               or its RocksDB write): the state is behind the log */
     kv_pending pending;

@@ -295,12 +295,72 @@ static int keyset_build(fr_kv *kv, const fr_batch *keys, kv_keyset *ks, fr_error
     return rc;
 }
 
-/* Reads the keys ordered[0..n) (row numbers into ks) with one batched MultiGet over the
- * snapshot ro reads; vals[k] gets the value of ordered[k] (NULL: not found). A key equal to
- * the one before it is not asked again and shares its value (vals[k] NULL, dup[k] true). */
-static int lookup_multiget(fr_kv *kv, const kv_keyset *ks, const int64_t *ordered, size_t n,
-                           const rocksdb_readoptions_t *ro, rocksdb_pinnableslice_t **vals,
-                           bool *dup, fr_error *err)
+/* The values of a lookup's keys in key order (ks->order): each from the row cache (in
+ * hits) or from RocksDB (held by its pinnable slice), or none. A key equal to the one
+ * before it shares that one's value (dup). */
+typedef struct kv_found {
+    const uint8_t **val;
+    size_t *vlen;
+    bool *dup;
+    rocksdb_pinnableslice_t **pins;
+    fr_buf hits;
+    size_t *hit_at; /* per key: its place in hits, or SIZE_MAX */
+} kv_found;
+
+static int found_init(fr_kv *kv, const kv_keyset *ks, kv_found *f, size_t m, fr_error *err)
+{
+    memset(f, 0, sizeof *f);
+    fr_buf_init(&f->hits);
+    f->val = fr_calloc(m + 1, sizeof *f->val);
+    f->vlen = fr_calloc(m + 1, sizeof *f->vlen);
+    f->dup = fr_calloc(m + 1, sizeof *f->dup);
+    f->pins = fr_calloc(m + 1, sizeof *f->pins);
+    f->hit_at = fr_malloc((m + 1) * sizeof *f->hit_at);
+    FR_CHECK(f->val && f->vlen && f->dup && f->pins && f->hit_at, FR_ENOMEM, err,
+             "%s: out of memory for a lookup", kv->name);
+    for (size_t k = 0; k < m; k++) {
+        f->hit_at[k] = SIZE_MAX;
+        f->dup[k] = k > 0 && keyset_cmp(ks, ks->order[k - 1], ks->order[k]) == 0;
+    }
+    return FR_OK;
+}
+
+static void found_free(kv_found *f, size_t m)
+{
+    for (size_t k = 0; f->pins && k < m; k++)
+        if (f->pins[k]) rocksdb_pinnableslice_destroy(f->pins[k]);
+    fr_free(f->val);
+    fr_free(f->vlen);
+    fr_free(f->dup);
+    fr_free(f->pins);
+    fr_free(f->hit_at);
+    fr_buf_free(&f->hits);
+}
+
+/* Probes the row cache for every key (not for repeats); false, with nothing kept, when any
+ * write changed the store between the two readings of its generation. */
+static bool lookup_cached(fr_kv *kv, const kv_keyset *ks, size_t m, kv_found *f, uint64_t gen)
+{
+    for (size_t k = 0; k < m; k++) {
+        int64_t i = ks->order[k];
+        size_t at, len;
+        if (!f->dup[k] && kv_rowcache_get(kv->env->rows, kv->cache_id, ks->bytes.data + ks->at[i],
+                                          ks->len[i], &f->hits, &at, &len)) {
+            f->hit_at[k] = at;
+            f->vlen[k] = len;
+        }
+    }
+    if (atomic_load(&kv->gen) == gen) return true;
+    for (size_t k = 0; k < m; k++) f->hit_at[k] = SIZE_MAX;
+    fr_buf_reset(&f->hits);
+    return false;
+}
+
+/* Reads the keys the cache did not answer with one batched MultiGet over the snapshot ro
+ * reads; with `gen` (>= 0), puts what it found into the row cache. */
+static int lookup_multiget(fr_kv *kv, const kv_keyset *ks, size_t n,
+                           const rocksdb_readoptions_t *ro, kv_found *f, int64_t gen,
+                           fr_error *err)
 {
     const char **kp = fr_malloc((n + 1) * sizeof *kp);
     size_t *kl = fr_malloc((n + 1) * sizeof *kl);
@@ -312,16 +372,23 @@ static int lookup_multiget(fr_kv *kv, const kv_keyset *ks, const int64_t *ordere
                  : fr_fail(err, FR_ENOMEM, "%s: out of memory for a lookup", kv->name);
     size_t m = 0;
     for (size_t k = 0; rc == FR_OK && k < n; k++) {
-        vals[k] = NULL;
-        dup[k] = k > 0 && keyset_cmp(ks, ordered[k - 1], ordered[k]) == 0;
-        if (dup[k]) continue;
-        kp[m] = (const char *)ks->bytes.data + ks->at[ordered[k]];
-        kl[m] = ks->len[ordered[k]];
+        int64_t i = ks->order[k];
+        if (f->dup[k] || f->hit_at[k] != SIZE_MAX) continue;
+        kp[m] = (const char *)ks->bytes.data + ks->at[i];
+        kl[m] = ks->len[i];
         slot[m++] = k;
     }
     if (rc == FR_OK && m > 0)
         rocksdb_batched_multi_get_cf(kv->db, ro, kv->cf, m, kp, kl, got, errs, true);
-    for (size_t j = 0; rc == FR_OK && j < m; j++) vals[slot[j]] = got[j];
+    for (size_t j = 0; rc == FR_OK && j < m; j++) {
+        size_t k = slot[j];
+        f->pins[k] = got[j];
+        if (!got[j]) continue;
+        f->val[k] = (const uint8_t *)rocksdb_pinnableslice_value(got[j], &f->vlen[k]);
+        if (gen >= 0)
+            kv_rowcache_put(kv->env->rows, kv->cache_id, (const uint8_t *)kp[j], kl[j],
+                            f->val[k], f->vlen[k], &kv->gen, (uint64_t)gen);
+    }
     for (size_t j = 0; errs && j < m; j++) {
         if (errs[j] && rc == FR_OK) rc = kv_rocks_fail(kv, errs[j], "lookup", err);
         else if (errs[j]) rocksdb_free(errs[j]);
@@ -335,29 +402,29 @@ static int lookup_multiget(fr_kv *kv, const kv_keyset *ks, const int64_t *ordere
 }
 
 /* The value of row i of the keys (NULL when it has no key or was not found). */
-static const char *lookup_value(const int64_t *pos, rocksdb_pinnableslice_t **vals,
-                                const bool *dup, int64_t i, size_t *vlen)
+static const uint8_t *lookup_value(const int64_t *pos, const kv_found *f, int64_t i,
+                                   size_t *vlen)
 {
     int64_t k = pos[i];
     if (k < 0) return NULL;
-    while (dup[k]) k--; /* the first of equal keys holds the value */
-    if (!vals[k]) return NULL;
-    return rocksdb_pinnableslice_value(vals[k], vlen);
+    while (f->dup[k]) k--; /* the first of equal keys holds the value */
+    *vlen = f->vlen[k];
+    if (f->hit_at[k] != SIZE_MAX) return f->hits.data + f->hit_at[k];
+    return f->val[k];
 }
 
 /* Asks the cache for a stored row before it is decoded: rows pinned in the block cache
  * are cold, and decoding a row stalled on its first bytes. */
-static void lookup_prefetch(const char *v, size_t vlen)
+static void lookup_prefetch(const uint8_t *v, size_t vlen)
 {
     for (size_t at = 0; at < vlen && at < KV_PREFETCH_BYTES; at += 64)
         __builtin_prefetch(v + at, 0, 0);
 }
 
-/* Found rows, decoded into the sink's builder in the order of the keys. vals and dup are
- * in key order (ks->order); pos maps a row to its place there. */
-static int lookup_emit(fr_kv *kv, const kv_keyset *ks, int64_t n, rocksdb_pinnableslice_t **vals,
-                       const bool *dup, kv_cols *cols, fr_value *values, bool *found,
-                       fr_error *err)
+/* Found rows, decoded into the sink's builder in the order of the keys. f is in key order
+ * (ks->order); pos maps a row to its place there. */
+static int lookup_emit(fr_kv *kv, const kv_keyset *ks, int64_t n, const kv_found *f,
+                       kv_cols *cols, fr_value *values, bool *found, fr_error *err)
 {
     int64_t *pos = fr_malloc(((size_t)n + 1) * sizeof *pos);
     FR_CHECK(pos, FR_ENOMEM, err, "%s: out of memory for a lookup", kv->name);
@@ -365,15 +432,15 @@ static int lookup_emit(fr_kv *kv, const kv_keyset *ks, int64_t n, rocksdb_pinnab
     for (int64_t k = 0; k < ks->nordered; k++) pos[ks->order[k]] = k;
     int rc = FR_OK;
     size_t vlen = 0, nlen = 0;
-    const char *next = n > 0 ? lookup_value(pos, vals, dup, 0, &nlen) : NULL;
+    const uint8_t *next = n > 0 ? lookup_value(pos, f, 0, &nlen) : NULL;
     for (int64_t i = 0; rc == FR_OK && i < n; i++) {
         found[i] = false;
-        const char *v = next;
+        const uint8_t *v = next;
         vlen = nlen;
-        next = i + 1 < n ? lookup_value(pos, vals, dup, i + 1, &nlen) : NULL;
+        next = i + 1 < n ? lookup_value(pos, f, i + 1, &nlen) : NULL;
         if (next) lookup_prefetch(next, nlen);
         if (!v) continue;
-        rc = kv_row_decode(kv, (const uint8_t *)v, vlen, values, err);
+        rc = kv_row_decode(kv, v, vlen, values, err);
         if (rc == FR_OK) rc = kv_cols_append(cols, values, err);
         found[i] = rc == FR_OK;
     }
@@ -381,27 +448,25 @@ static int lookup_emit(fr_kv *kv, const kv_keyset *ks, int64_t n, rocksdb_pinnab
     return rc;
 }
 
-/* Looks the keys of ks up in one snapshot, rows into cols. The values stay pinned until
- * every row is decoded. */
+/* Looks the keys of ks up as of one state of the store, rows into cols: the row cache's
+ * hits when no write came between (fr_kv.gen), the rest from one snapshot. */
 static int lookup_all(fr_kv *kv, const kv_keyset *ks, int64_t n, kv_cols *cols,
                       fr_value *values, bool *found, fr_error *err)
 {
     size_t m = (size_t)ks->nordered;
-    rocksdb_pinnableslice_t **vals = fr_calloc(m + 1, sizeof *vals);
-    bool *dup = fr_calloc(m + 1, sizeof *dup);
-    int rc = vals && dup ? FR_OK : fr_fail(err, FR_ENOMEM, "%s: out of memory for a lookup",
-                                           kv->name);
+    kv_found f;
+    int rc = found_init(kv, ks, &f, m, err);
+    uint64_t gen = atomic_load(&kv->gen);
+    bool cached = kv->env->rows && gen % 2 == 0;
     const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(kv->db);
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
     rocksdb_readoptions_set_snapshot(ro, snap);
-    if (rc == FR_OK) rc = lookup_multiget(kv, ks, ks->order, m, ro, vals, dup, err);
-    if (rc == FR_OK) rc = lookup_emit(kv, ks, n, vals, dup, cols, values, found, err);
-    for (size_t k = 0; vals && k < m; k++)
-        if (vals[k]) rocksdb_pinnableslice_destroy(vals[k]);
+    if (rc == FR_OK && cached) cached = lookup_cached(kv, ks, m, &f, gen);
+    if (rc == FR_OK) rc = lookup_multiget(kv, ks, m, ro, &f, cached ? (int64_t)gen : -1, err);
+    if (rc == FR_OK) rc = lookup_emit(kv, ks, n, &f, cols, values, found, err);
+    found_free(&f, m);
     rocksdb_readoptions_destroy(ro);
     rocksdb_release_snapshot(kv->db, snap);
-    fr_free(vals);
-    fr_free(dup);
     return rc;
 }
 

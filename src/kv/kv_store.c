@@ -389,7 +389,8 @@ static int kv_take_env(fr_kv *kv, const fr_kv_spec *spec, fr_error *err)
         return FR_OK;
     }
     fr_kv_env_options o = { .block_cache_bytes = KV_PRIVATE_CACHE_BYTES,
-                            .write_buffer_bytes = KV_PRIVATE_BUFFER_BYTES };
+                            .write_buffer_bytes = KV_PRIVATE_BUFFER_BYTES,
+                            .row_cache_bytes = KV_PRIVATE_CACHE_BYTES };
     return fr_kv_env_new(&o, &kv->env, err);
 }
 
@@ -406,6 +407,8 @@ int fr_kv_open(const char *dir, fr_log *log, const fr_kv_spec *spec, fr_kv **out
     pthread_mutex_init(&kv->flush_mu, NULL);
     pthread_mutex_init(&kv->apply_mu, NULL);
     pthread_cond_init(&kv->apply_cond, NULL);
+    kv->cache_id = kv_rowcache_store_id();
+    atomic_init(&kv->gen, 0);
     kv->log = log;
     kv->log_unsynced = spec->log_unsynced;
     kv->dir = fr_strdup(dir);

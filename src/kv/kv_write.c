@@ -351,7 +351,22 @@ static int kv_batch_rows(fr_kv *kv, kv_inflight *f, fr_error *err)
     return FR_OK;
 }
 
-/* Writes the batch of changed rows with the new applied offset: one RocksDB write. */
+static void kv_uncache_put(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
+{
+    (void)v;
+    (void)vlen;
+    fr_kv *kv = arg;
+    if (klen > 0 && (uint8_t)k[0] == KV_DATA_PREFIX)
+        kv_rowcache_erase(kv->env->rows, kv->cache_id, (const uint8_t *)k, klen);
+}
+
+static void kv_uncache_delete(void *arg, const char *k, size_t klen)
+{
+    kv_uncache_put(arg, k, klen, NULL, 0);
+}
+
+/* Writes the batch of changed rows with the new applied offset: one RocksDB write, inside
+ * the two bumps of the store's generation, with its keys removed from the row cache. */
 static int kv_apply(fr_kv *kv, rocksdb_writebatch_t *wb, int64_t applied, int64_t nkeys,
                     fr_error *err)
 {
@@ -359,7 +374,12 @@ static int kv_apply(fr_kv *kv, rocksdb_writebatch_t *wb, int64_t applied, int64_
     kv_meta_encode(meta, applied, nkeys);
     rocksdb_writebatch_put(wb, KV_META_KEY, KV_META_KEY_LEN, (const char *)meta, sizeof meta);
     char *errptr = NULL;
+    atomic_fetch_add(&kv->gen, 1);
     rocksdb_write(kv->db, kv->wopts, wb, &errptr);
+    /* Also after a failed write: it may have changed some rows. */
+    if (kv_rowcache_bytes(kv->env->rows) > 0)
+        rocksdb_writebatch_iterate(wb, kv, kv_uncache_put, kv_uncache_delete);
+    atomic_fetch_add(&kv->gen, 1);
     if (errptr) return kv_rocks_fail(kv, errptr, "write", err);
     return FR_OK;
 }

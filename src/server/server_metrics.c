@@ -366,10 +366,27 @@ static int render_engine(fr_engine *e, fr_buf *out, fr_error *err)
     return rc;
 }
 
+static int render_kv_memory(fr_engine *e, fr_buf *out, fr_error *err)
+{
+    fr_engine_kv_memory m;
+    fr_engine_kv_memory_get(e, &m);
+    FR_TRY(header(out, "firth_kv_memtable_bytes", "gauge", "Bytes in the active memtables of "
+                  "every KV store (kv.write-buffer.bytes bounds them).", err));
+    P("firth_kv_memtable_bytes %" PRId64 "\n", m.memtable_bytes);
+    FR_TRY(header(out, "firth_kv_block_cache_bytes", "gauge", "Bytes in the block cache every "
+                  "KV store shares (kv.block-cache.bytes).", err));
+    P("firth_kv_block_cache_bytes %" PRId64 "\n", m.block_cache_bytes);
+    FR_TRY(header(out, "firth_kv_row_cache_bytes", "gauge", "Bytes in the row cache of point "
+                  "lookups every KV store shares (kv.row-cache.bytes).", err));
+    P("firth_kv_row_cache_bytes %" PRId64 "\n", m.row_cache_bytes);
+    return FR_OK;
+}
+
 int srv_metrics_render(fr_server *s, fr_buf *out, fr_error *err)
 {
     FR_TRY(render_server(s->metrics, out, err));
     FR_TRY(render_apis(s->metrics, out, err));
     FR_TRY(render_tables(s->metrics, out, err));
+    FR_TRY(render_kv_memory(s->engine, out, err));
     return render_engine(s->engine, out, err);
 }

@@ -88,6 +88,7 @@ check_contains "$OUT" 'firth_request_duration_seconds_bucket{api="execute_sql",l
 check_contains "$OUT" 'firth_log_end_offset{database="shop",table="orders",partition="",bucket="0"} 2' \
     "/metrics has the end offset of every bucket"
 check_contains "$OUT" "firth_bad_frames_total 4" "/metrics counts bad frames"
+check_contains "$OUT" "firth_kv_row_cache_bytes " "/metrics has the KV stores' shared memory"
 run 0 wire http "$HTTP" /nope
 check_contains "$OUT" "status=404" "other paths are 404"
 

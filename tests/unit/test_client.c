@@ -205,7 +205,7 @@ static void test_open_config(void **state)
 
     int nkeys = 0;
     while (firth_config_key(nkeys)) nkeys++;
-    assert_int_equal(nkeys, 10);
+    assert_int_equal(nkeys, 11);
     assert_string_equal(firth_config_key(3), "log.retention.check-interval");
     assert_string_equal(firth_config_key(7), "kv.write-buffer.bytes");
     rmtree(dir);

@@ -891,6 +891,9 @@ static void test_options_set(void **state)
     assert_int_equal(o.kv_block_cache_bytes, 256LL << 20);
     KIT_CHECK(fr_engine_options_set(&o, "kv.block-cache.bytes", "0", &err), err);
     assert_int_equal(o.kv_block_cache_bytes, 0);
+    assert_int_equal(o.kv_row_cache_bytes, 128LL << 20);
+    KIT_CHECK(fr_engine_options_set(&o, "kv.row-cache.bytes", "0", &err), err);
+    assert_int_equal(o.kv_row_cache_bytes, 0);
     KIT_CHECK(fr_engine_options_set(&o, "kv.write-buffer.bytes", "1mb", &err), err);
     assert_int_equal(o.kv_write_buffer_bytes, 1LL << 20);
 
@@ -904,13 +907,14 @@ static void test_options_set(void **state)
     expect_option_error("kv.flush.records", "-1", "kv.flush.records: -1 is negative");
     expect_option_error("kv.flush.records", "many", "kv.flush.records");
     expect_option_error("kv.block-cache.bytes", "lots", "kv.block-cache.bytes");
+    expect_option_error("kv.row-cache.bytes", "-1mb", "kv.row-cache.bytes");
     expect_option_error("kv.write-buffer.bytes", "512kb",
                         "kv.write-buffer.bytes: 512kb is below the minimum of 1mb");
     expect_option_error("log.flushes", "none", "unknown configuration key 'log.flushes'");
     const char *keys[] = {"log.flush", "log.flush.interval", "log.segment.bytes",
                           "log.retention.check-interval", "kv.flush.interval",
                           "kv.flush.records", "kv.block-cache.bytes", "kv.write-buffer.bytes",
-                          "lake.warehouse", "lake.tiering.threads"};
+                          "lake.warehouse", "lake.tiering.threads", "kv.row-cache.bytes"};
     int nkeys = (int)(sizeof keys / sizeof *keys);
     for (int i = 0; i < nkeys; i++) assert_string_equal(fr_engine_option_key(i), keys[i]);
     assert_null(fr_engine_option_key(nkeys));

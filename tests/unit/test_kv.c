@@ -610,6 +610,132 @@ static void test_point_lookup_many(void **state)
     kt_bucket_free(b);
 }
 
+/* ---- the row cache ------------------------------------------------------------------------ */
+
+/* Looks ids lo..hi-1 up (one call) and checks each row against want(id) (NULL: absent). */
+static void expect_lookup(kt_bucket *b, int lo, int hi, const char *(*want)(int, char *))
+{
+    enum { MAXK = 2048 };
+    char text[MAXK][16], line[64];
+    const char *keys[MAXK];
+    int n = hi - lo;
+    assert_true(n > 0 && n <= MAXK);
+    for (int i = 0; i < n; i++) {
+        snprintf(text[i], sizeof text[i], "%d", lo + i);
+        keys[i] = text[i];
+    }
+    fr_schema *ks = kt_schema(1, (const char *[]){ "id INT" });
+    fr_batch *kb = kt_batch(ks, n, keys);
+    bool found[MAXK];
+    fr_batch *out = NULL;
+    fr_error err;
+    if (fr_kv_lookup(b->kv, kb, found, &out, &err) < 0) fail_msg("lookup: %s", err.msg);
+    kt_lines l = { 0 };
+    kt_lines_of_batch(&l, out, NULL);
+    int at = 0;
+    for (int i = 0; i < n; i++) {
+        const char *w = want(lo + i, line);
+        if (!w) {
+            if (found[i]) fail_msg("id %d: found, but it was deleted", lo + i);
+            continue;
+        }
+        if (!found[i]) fail_msg("id %d: not found", lo + i);
+        if (strcmp(l.v[at], w) != 0) fail_msg("id %d: got %s, want %s", lo + i, l.v[at], w);
+        at++;
+    }
+    assert_int_equal(at, l.n);
+    kt_lines_free(&l);
+    fr_batch_free(out);
+    fr_batch_free(kb);
+    fr_schema_free(ks);
+}
+
+/* The rows test_row_cache writes, in its three stages. */
+static int rc_stage;
+
+static const char *rc_want(int id, char *line)
+{
+    if (rc_stage >= 1 && id % 10 == 3) return NULL;                   /* deleted */
+    if (rc_stage >= 1 && id % 10 == 5) {                              /* upserted */
+        snprintf(line, 64, "%d|new%d|%d", id, id, -id);
+        return line;
+    }
+    if (rc_stage >= 2 && id % 10 == 7) {                              /* score alone */
+        snprintf(line, 64, "%d|n%d|%d", id, id, 1000 + id);
+        return line;
+    }
+    snprintf(line, 64, "%d|n%d|%d", id, id, id);
+    return line;
+}
+
+/* One write to the ids below hi with id % 10 == rem: op 'd' deletes them, 'u' upserts
+ * "new" rows, 'p' sets their score alone (a partial update). */
+static void rc_write(kt_bucket *b, int hi, int rem, char op)
+{
+    enum { MAXW = 256 };
+    char text[MAXW][48], ops[MAXW + 1];
+    const char *rows[MAXW];
+    int n = 0;
+    for (int id = rem; id < hi && n < MAXW; id += 10, n++) {
+        if (op == 'd') snprintf(text[n], sizeof text[n], "%d|NULL|NULL", id);
+        else if (op == 'u') snprintf(text[n], sizeof text[n], "%d|new%d|%d", id, id, -id);
+        else snprintf(text[n], sizeof text[n], "%d|NULL|%d", id, 1000 + id);
+        rows[n] = text[n];
+        ops[n] = op == 'd' ? 'd' : 'u';
+    }
+    ops[n] = 0;
+    fr_error err;
+    const int targets[] = { 0, 2 };
+    if (kt_write_ex(b, n, rows, ops, op == 'p' ? targets : NULL, op == 'p' ? 2 : 0,
+                    FR_NO_WRITER, -1, NULL, &err) < 0)
+        fail_msg("write: %s", err.msg);
+}
+
+/* Lookups fill the row cache and find their rows there; upserts, deletes and partial
+ * updates take the keys out, so the next lookups see the new rows, from RocksDB and then
+ * from the cache again. A cache smaller than the rows keeps to its size and stays right. */
+static void test_row_cache(void **state)
+{
+    (void)state;
+    for (int small = 0; small < 2; small++) {
+        fr_kv_env *env;
+        fr_error err;
+        fr_kv_env_options o;
+        fr_kv_env_options_default(&o);
+        o.write_buffer_bytes = 8 << 20;
+        o.row_cache_bytes = small ? 64 << 10 : 4 << 20;
+        if (fr_kv_env_new(&o, &env, &err) < 0) fail_msg("env: %s", err.msg);
+        kt_bucket *b = simple_bucket("kv-rowcache");
+        b->spec.env = env;
+        kt_open(b);
+        enum { N = 2000 };
+        for (int at = 0; at < N; at += 200) {
+            char text[200][48];
+            const char *rows[200];
+            for (int i = 0; i < 200; i++) {
+                snprintf(text[i], sizeof text[i], "%d|n%d|%d", at + i, at + i, at + i);
+                rows[i] = text[i];
+            }
+            kt_write(b, 200, rows, NULL);
+        }
+        assert_int_equal(fr_kv_env_row_cache_bytes(env), 0); /* writes do not fill it */
+        rc_stage = 0;
+        for (int pass = 0; pass < 2; pass++) expect_lookup(b, 0, N, rc_want);
+        int64_t held = fr_kv_env_row_cache_bytes(env);
+        assert_true(held > 0 && held <= o.row_cache_bytes);
+        rc_stage = 1;
+        rc_write(b, N, 3, 'd');
+        rc_write(b, N, 5, 'u');
+        for (int pass = 0; pass < 2; pass++) expect_lookup(b, 0, N, rc_want);
+        rc_stage = 2;
+        rc_write(b, N, 7, 'p');
+        for (int pass = 0; pass < 2; pass++) expect_lookup(b, 0, N, rc_want);
+        assert_true(fr_kv_env_row_cache_bytes(env) <= o.row_cache_bytes);
+        kt_bucket_free(b);
+        fr_kv_env_release(env);
+    }
+}
+
 /* Every column type, with NULLs, through a lookup and through the changelog of updates
  * (both gather rows into column buffers): the rows come back as the scan (a builder) and
  * as the rows written show them. */
@@ -811,13 +937,14 @@ static void test_recovery_state_ahead_of_log(void **state)
 /* ---- concurrency -------------------------------------------------------------------------- */
 
 /* Transfers between accounts, each one batch: every read must see the total unchanged. */
-enum { ACCOUNTS = 8, TRANSFERS = 300 };
+enum { ACCOUNTS = 8, TRANSFERS = 3000 };
 
 typedef struct reader_ctx {
     kt_bucket *b;
+    fr_batch *keys; /* every account */
     _Atomic int done;
-    int reads;
-    int64_t bad_total;
+    _Atomic int reads;
+    _Atomic int64_t bad_total;
 } reader_ctx;
 
 static int sum_balances(void *ctx, fr_batch *batch, fr_error *err)
@@ -845,10 +972,23 @@ static void *reader_main(void *arg)
             break;
         }
         if (sum != ACCOUNTS * 100) rc->bad_total = sum;
-        fr_value prefix = fr_value_int(fr_type_of(FR_T_INT), rc->reads % ACCOUNTS);
+        fr_value prefix = fr_value_int(fr_type_of(FR_T_INT), atomic_load(&rc->reads) % ACCOUNTS);
         int64_t one = 0;
         if (fr_kv_prefix_lookup(rc->b->kv, &prefix, 1, NULL, 0, sum_balances, &one, &err) < 0)
             rc->bad_total = -2;
+        /* Point lookups of every account at once, twice so that the second finds the row
+         * cache filled by the first unless a transfer came between. */
+        for (int twice = 0; twice < 2; twice++) {
+            bool found[ACCOUNTS];
+            fr_batch *rows = NULL;
+            int64_t looked = 0;
+            if (fr_kv_lookup(rc->b->kv, rc->keys, found, &rows, &err) < 0) {
+                rc->bad_total = -3;
+                break;
+            }
+            sum_balances(&looked, rows, &err);
+            if (looked != ACCOUNTS * 100) rc->bad_total = looked;
+        }
         rc->reads++;
     }
     return NULL;
@@ -866,9 +1006,12 @@ static void test_reads_during_writes(void **state)
     }
     int64_t bal[ACCOUNTS];
     for (int i = 0; i < ACCOUNTS; i++) bal[i] = 100;
-    reader_ctx rc = { .b = b };
-    pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, reader_main, &rc), 0);
+    fr_schema *ks = kt_schema(1, (const char *[]){ "id INT" });
+    reader_ctx rc = { .b = b, .keys = kt_batch(ks, ACCOUNTS, KT_ROWS("7", "0", "1", "2", "3",
+                                                                    "4", "5", "6")) };
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, reader_main, &rc), 0);
     for (int t = 0; t < TRANSFERS; t++) {
         int from = t % ACCOUNTS, to = (t * 3 + 1) % ACCOUNTS;
         if (from == to) continue;
@@ -881,9 +1024,11 @@ static void test_reads_during_writes(void **state)
         kt_write(b, 2, (const char *const[]){ r1, r2 }, NULL);
     }
     atomic_store(&rc.done, 1);
-    pthread_join(th, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
     assert_int_equal(rc.bad_total, 0);
     assert_true(rc.reads > 0);
+    fr_batch_free(rc.keys);
+    fr_schema_free(ks);
     kt_bucket_free(b);
 }
 
@@ -1061,6 +1206,7 @@ int main(void)
         cmocka_unit_test(test_prefix_lookup_string_first),
         cmocka_unit_test(test_point_lookup),
         cmocka_unit_test(test_point_lookup_many),
+        cmocka_unit_test(test_row_cache),
         cmocka_unit_test(test_all_types_lookup_and_changelog),
         cmocka_unit_test(test_bad_writes),
         cmocka_unit_test(test_idempotent_retries),
