@@ -10,6 +10,9 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 static _Thread_local long fr_fail_after_count = 0;
 
@@ -23,6 +26,19 @@ static bool fr_alloc_should_fail(void)
 {
     if (fr_fail_after_count <= 0) return false;
     return --fr_fail_after_count == 0;
+}
+
+void fr_alloc_tune_for_throughput(void)
+{
+#ifdef __GLIBC__
+    const char *t = getenv("GLIBC_TUNABLES");
+    if (t && strstr(t, "glibc.malloc.")) return;
+    /* 32 MiB is the largest threshold glibc takes; setting either value also turns off its
+     * own adjustment of the threshold, which follows the sizes freed but gives memory back
+     * as soon as more than twice the threshold is free. */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, FR_ALLOC_KEEP_BYTES);
+#endif
 }
 
 void *fr_malloc(size_t n)

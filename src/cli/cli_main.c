@@ -75,5 +75,6 @@ int main(int argc, char **argv)
         return cli_usage_error(NULL, "unknown command '%s'", cmd);
     }
     fr_log_set_default_level(c->log_level);
+    fr_alloc_tune_for_throughput();
     return c->run(argc - 1, argv + 1);
 }

@@ -353,6 +353,7 @@ static int dispatch(fr_cnet *n, uint64_t gen, fr_rpc_reader *r, const fr_rpc_fra
 static void *reader_main(void *arg)
 {
     fr_cnet *n = arg;
+    pthread_setname_np(pthread_self(), "firth-recv");
     pthread_mutex_lock(&n->mu);
     int fd = n->fd;
     uint64_t gen = n->gen;

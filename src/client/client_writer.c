@@ -681,6 +681,7 @@ static bool local_turn(firth_writer *w, int64_t *wake, wcall **done)
 static void *writer_main(void *arg)
 {
     firth_writer *w = arg;
+    pthread_setname_np(pthread_self(), "firth-writer");
     pthread_mutex_lock(&w->mu);
     for (;;) {
         int64_t wake = INT64_MAX;

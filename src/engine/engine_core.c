@@ -842,6 +842,7 @@ static int64_t mono_ms(void)
 static void *retention_main(void *arg)
 {
     fr_engine *e = arg;
+    pthread_setname_np(pthread_self(), "firth-jobs");
     bg_job jobs[] = {
         {"retention", e->opts.retention_check_interval_ms, 0, run_retention},
         {"auto-partitioning", e->opts.auto_partition_check_interval_ms, 0, run_auto_partition},

@@ -84,6 +84,7 @@ static void run_claimed(fr_tier_pool *pool, fr_table *t)
 static void *tier_main(void *arg)
 {
     fr_tier_pool *pool = arg;
+    pthread_setname_np(pthread_self(), "firth-tier");
     while (!atomic_load(&pool->stopping)) {
         int64_t next = 0;
         fr_table *t = claim_due(pool->e, mono_ms(), &next);

@@ -259,6 +259,7 @@ void fr_server_shutdown(fr_server *s)
 static void *loop_main(void *arg)
 {
     fr_server *s = arg;
+    pthread_setname_np(pthread_self(), "firth-loop"); /* for top -H, perf and gdb */
     uv_run(&s->loop, UV_RUN_DEFAULT);
     pthread_mutex_lock(&s->exit_mu);
     s->exited = true;

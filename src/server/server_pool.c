@@ -41,6 +41,7 @@ struct srv_pool {
 static void *pool_main(void *arg)
 {
     srv_pool *p = arg;
+    pthread_setname_np(pthread_self(), "firth-worker");
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (!p->head && !p->stopping) {
