@@ -4,8 +4,8 @@
  * Why: a lookup of a key that is in a memtable searches RocksDB's skip list, about thirty
  * dependent cache misses for a few hundred thousand entries; that search was more than half
  * of the server's CPU in lookup-heavy loads (docs/BENCHMARKS.md). A hash probe costs one or
- * two. The cache is filled by lookups alone (writes only remove keys), so a store that is
- * only written to pays nothing but a check that the cache is empty.
+ * two. The cache is filled by lookups alone (writes only remove keys): until a lookup
+ * fills it, a write pays nothing but a check that it is empty.
  *
  * How it stays right (the protocol is in kv_int.h, beside fr_kv.gen): a store's writes bump
  * its generation before and after they change RocksDB and remove their keys from the cache
