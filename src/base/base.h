@@ -88,14 +88,13 @@ char *fr_strndup(const char *s, size_t n);
 void fr_alloc_fail_after(long n);
 /* For a program that moves large buffers at a high rate (the server, the command): asks the
  * C library's allocator to serve blocks of up to 32 MiB from its heaps and to keep up to
- * FR_ALLOC_KEEP_BYTES freed at the top of a heap for the next blocks, instead of mapping
+ * 128 MiB freed at the top of a heap for the next blocks, instead of mapping
  * each large block afresh and giving it back when freed. Every page of a fresh mapping
  * costs a page fault when first written, and on virtual machines a fault can cost more than
  * ten microseconds: a 4 MiB fetch response then spends over ten milliseconds faulting.
  * Leaves the allocator alone when GLIBC_TUNABLES names any malloc tunable (the user's
  * settings win), and does nothing with a C library other than glibc. Call it before any
  * thread starts; libraries never call it. */
-#define FR_ALLOC_KEEP_BYTES (128 << 20)
 void fr_alloc_tune_for_throughput(void);
 
 /* A growable byte buffer. The buffer owns data; fr_buf_free releases it. */

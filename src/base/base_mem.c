@@ -14,6 +14,9 @@
 #include <malloc.h>
 #endif
 
+#define FR_ALLOC_MMAP_THRESHOLD (32 << 20) /* the largest glibc takes */
+#define FR_ALLOC_KEEP_BYTES (128 << 20)
+
 static _Thread_local long fr_fail_after_count = 0;
 
 void fr_alloc_fail_after(long n)
@@ -33,10 +36,10 @@ void fr_alloc_tune_for_throughput(void)
 #ifdef __GLIBC__
     const char *t = getenv("GLIBC_TUNABLES");
     if (t && strstr(t, "glibc.malloc.")) return;
-    /* 32 MiB is the largest threshold glibc takes; setting either value also turns off its
-     * own adjustment of the threshold, which follows the sizes freed but gives memory back
-     * as soon as more than twice the threshold is free. */
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    /* Setting either value also turns off glibc's own adjustment of the threshold, which
+     * follows the sizes freed but gives memory back as soon as more than twice the
+     * threshold is free. */
+    mallopt(M_MMAP_THRESHOLD, FR_ALLOC_MMAP_THRESHOLD);
     mallopt(M_TRIM_THRESHOLD, FR_ALLOC_KEEP_BYTES);
 #endif
 }
