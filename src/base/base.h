@@ -117,6 +117,20 @@ int fr_buf_pad(fr_buf *b, size_t align, fr_error *err);
 /* Hands the memory to the caller (who frees it with fr_free) and empties b. */
 uint8_t *fr_buf_steal(fr_buf *b, size_t *len);
 
+/* Buffers kept for reuse. A caller that encodes about the same amount on every call (a
+ * client's requests) takes an empty buffer and gives it back: the next call writes into
+ * memory already mapped, where a fresh buffer of a megabyte or so, mapped anew and given
+ * back to the kernel when freed, costs a page fault per 4 KiB on every call. The pool keeps
+ * at most `keep_bytes` of capacity and FR_BUFPOOL_SLOTS buffers; a buffer given back beyond
+ * that is freed. NULL is a valid pool that keeps nothing. Thread-safe. */
+#define FR_BUFPOOL_SLOTS 16
+typedef struct fr_bufpool fr_bufpool;
+fr_bufpool *fr_bufpool_new(size_t keep_bytes); /* NULL when out of memory */
+void fr_bufpool_free(fr_bufpool *p);
+void fr_bufpool_take(fr_bufpool *p, fr_buf *out); /* out: empty, with memory when one was kept */
+void fr_bufpool_give(fr_bufpool *p, fr_buf *b);   /* b is empty afterwards */
+size_t fr_bufpool_kept_bytes(fr_bufpool *p);      /* the capacity held now */
+
 /* An arena: many allocations freed in one call. Memory is 16-byte aligned. */
 typedef struct fr_arena fr_arena;
 fr_arena *fr_arena_new(size_t block_bytes);

@@ -2,6 +2,7 @@
  * when cap is 0. Growth doubles so that appends are amortized O(1). */
 #include "base/base.h"
 
+#include <pthread.h>
 #include <stdio.h>
 
 void fr_buf_init(fr_buf *b)
@@ -88,4 +89,69 @@ uint8_t *fr_buf_steal(fr_buf *b, size_t *len)
     if (!p) p = fr_malloc(1);
     fr_buf_init(b);
     return p;
+}
+
+/* ---- the pool of buffers kept for reuse ---------------------------------------------------- */
+
+struct fr_bufpool {
+    pthread_mutex_t mu;
+    size_t keep_bytes; /* the most capacity kept */
+    size_t kept_bytes; /* the capacity of slots[0..n) */
+    int n;
+    fr_buf slots[FR_BUFPOOL_SLOTS];
+};
+
+fr_bufpool *fr_bufpool_new(size_t keep_bytes)
+{
+    fr_bufpool *p = fr_calloc(1, sizeof *p);
+    if (!p) return NULL;
+    pthread_mutex_init(&p->mu, NULL);
+    p->keep_bytes = keep_bytes;
+    return p;
+}
+
+void fr_bufpool_free(fr_bufpool *p)
+{
+    if (!p) return;
+    for (int i = 0; i < p->n; i++) fr_buf_free(&p->slots[i]);
+    pthread_mutex_destroy(&p->mu);
+    fr_free(p);
+}
+
+/* The buffer given back last: the one most likely still in the cache. */
+void fr_bufpool_take(fr_bufpool *p, fr_buf *out)
+{
+    fr_buf_init(out);
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    if (p->n > 0) {
+        *out = p->slots[--p->n];
+        p->kept_bytes -= out->cap;
+    }
+    pthread_mutex_unlock(&p->mu);
+    out->len = 0;
+}
+
+void fr_bufpool_give(fr_bufpool *p, fr_buf *b)
+{
+    if (p && b->cap > 0) {
+        pthread_mutex_lock(&p->mu);
+        bool keep = p->n < FR_BUFPOOL_SLOTS && b->cap <= p->keep_bytes - p->kept_bytes;
+        if (keep) {
+            p->slots[p->n++] = *b;
+            p->kept_bytes += b->cap;
+            fr_buf_init(b);
+        }
+        pthread_mutex_unlock(&p->mu);
+    }
+    fr_buf_free(b);
+}
+
+size_t fr_bufpool_kept_bytes(fr_bufpool *p)
+{
+    if (!p) return 0;
+    pthread_mutex_lock(&p->mu);
+    size_t n = p->kept_bytes;
+    pthread_mutex_unlock(&p->mu);
+    return n;
 }

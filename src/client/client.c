@@ -200,6 +200,7 @@ void firth_close(firth_client *c)
     if (!c) return;
     fr_cnet_close(c->net);
     fr_free(c->target);
+    fr_bufpool_free(c->encoded);
     fr_sql_session_free(c->session);
     fr_engine_close(c->engine);
     fr_ctable_cache_free(c);

@@ -89,6 +89,10 @@ void fr_cnet_break(fr_cnet *n);
 
 /* ---- the client ---------------------------------------------------------------------------- */
 
+/* The most capacity of encoded record batches a remote client keeps for its next requests:
+ * a few requests' worth (a writer's flights of several buckets included). */
+#define CLIENT_ENCODED_KEEP_BYTES (16u << 20)
+
 struct firth_client {
     bool remote;
     /* embedded */
@@ -97,6 +101,7 @@ struct firth_client {
     /* remote */
     fr_cnet *net;
     char *target;
+    fr_bufpool *encoded; /* the buffers of encoded record batches, kept between requests */
     pthread_mutex_t db_mu; /* database */
     char database[FR_NAME_BYTES_MAX + 1]; /* the session database of execute_sql (USE) */
     /* remote: table descriptions kept for one-shot calls (client_table.c) */

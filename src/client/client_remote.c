@@ -63,8 +63,9 @@ int fr_remote_open(const char *target, const char *hostport, firth_client **out,
     pthread_mutex_init(&c->tables_mu, NULL);
     snprintf(c->database, sizeof c->database, "default");
     c->target = fr_strdup(target);
-    if (!c->target || fr_cnet_open(&o, &c->net, &e) < 0) {
-        if (!c->target) fr_fail(&e, FR_ENOMEM, "out of memory opening %s", target);
+    c->encoded = fr_bufpool_new(CLIENT_ENCODED_KEEP_BYTES);
+    if (!c->target || !c->encoded || fr_cnet_open(&o, &c->net, &e) < 0) {
+        if (!c->target || !c->encoded) fr_fail(&e, FR_ENOMEM, "out of memory opening %s", target);
         firth_close(c);
         return firth_error_from(&e, err);
     }
@@ -603,7 +604,7 @@ int fr_remote_write(fr_ctable *t, const fr_batch *b, const uint8_t *ops, const i
         int64_t n = start[d + 1] - start[d];
         if (n == 0) continue;
         fr_rput *u = &units[nunits++];
-        fr_buf_init(&u->records);
+        fr_bufpool_take(t->client->encoded, &u->records);
         u->partition_id = plan.part_ids[d / t->nbuckets];
         u->bucket = d % t->nbuckets;
         u->rows = n;
@@ -632,7 +633,7 @@ int fr_remote_write(fr_ctable *t, const fr_batch *b, const uint8_t *ops, const i
         *count += units[i].count;
     }
 fail:
-    for (int i = 0; units && i < nunits; i++) fr_buf_free(&units[i].records);
+    for (int i = 0; units && i < nunits; i++) fr_bufpool_give(t->client->encoded, &units[i].records);
     fr_free(units);
     fr_free(unit_ops);
     fr_free(order);

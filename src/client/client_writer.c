@@ -407,7 +407,7 @@ static void flight_notify(void *ctx)
 static void flight_unsend(wflight *f)
 {
     for (int r = 0; r < f->nreqs; r++) fr_cnet_pending_free(f->reqs[r]);
-    for (int j = 0; j < f->k; j++) fr_buf_free(&f->units[j].records);
+    for (int j = 0; j < f->k; j++) fr_bufpool_give(f->w->t->client->encoded, &f->units[j].records);
     fr_free(f->reqs);
     fr_free(f->cut);
     fr_free(f->units);
@@ -492,11 +492,11 @@ static void flight_send(firth_writer *w, wflight *f)
         fr_rput *p = &f->units[f->k];
         *p = (fr_rput){.partition_id = s->partition_id, .bucket = s->bucket,
                        .rows = fr_batch_num_rows(s->rows)};
-        fr_buf_init(&p->records);
+        fr_bufpool_take(w->t->client->encoded, &p->records);
         fr_error e = {0};
         if (fr_remote_encode(w->t, s->rows, w->t->npk ? s->ops : NULL, w->writer_id, s->seq,
                              &p->records, &e) < 0) {
-            fr_buf_free(&p->records);
+            fr_bufpool_give(w->t->client->encoded, &p->records);
             s->status = e.code;
             s->err = e;
             continue;

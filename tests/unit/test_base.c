@@ -260,6 +260,53 @@ static void test_buf_alloc_failure(void **state)
     fr_buf_free(&b);
 }
 
+/* A pool hands back the memory given to it, empty, newest first, and keeps no more than its
+ * byte budget and its slots; a NULL pool keeps nothing. */
+static void test_bufpool(void **state)
+{
+    (void)state;
+    fr_error err;
+    fr_bufpool *p = fr_bufpool_new(3000);
+    assert_non_null(p);
+    fr_buf a, b, c;
+    fr_bufpool_take(p, &a);
+    assert_null(a.data);
+    assert_int_equal(fr_buf_append_zeros(&a, 1000, &err), 0); /* cap 1024 */
+    fr_bufpool_take(p, &b);
+    assert_int_equal(fr_buf_append_zeros(&b, 1500, &err), 0); /* cap 2048 */
+    uint8_t *a_mem = a.data;
+    fr_bufpool_give(p, &a);
+    assert_null(a.data);
+    assert_int_equal(fr_bufpool_kept_bytes(p), 1024);
+    fr_bufpool_give(p, &b); /* 1024 + 2048 > 3000: freed */
+    assert_null(b.data);
+    assert_int_equal(fr_bufpool_kept_bytes(p), 1024);
+    fr_bufpool_take(p, &c);
+    assert_ptr_equal(c.data, a_mem);
+    assert_int_equal(c.len, 0);
+    assert_int_equal(c.cap, 1024);
+    assert_int_equal(fr_bufpool_kept_bytes(p), 0);
+    fr_bufpool_give(p, &c);
+
+    /* The slots bound the count of small buffers kept. */
+    fr_buf many[FR_BUFPOOL_SLOTS + 2];
+    for (int i = 0; i < FR_BUFPOOL_SLOTS + 2; i++) {
+        fr_buf_init(&many[i]);
+        assert_int_equal(fr_buf_append_zeros(&many[i], 10, &err), 0);
+    }
+    fr_bufpool_free(p);
+    p = fr_bufpool_new(1 << 20);
+    for (int i = 0; i < FR_BUFPOOL_SLOTS + 2; i++) fr_bufpool_give(p, &many[i]);
+    assert_int_equal(fr_bufpool_kept_bytes(p), FR_BUFPOOL_SLOTS * 64);
+    fr_bufpool_free(p);
+
+    fr_bufpool_take(NULL, &a);
+    assert_int_equal(fr_buf_append(&a, "x", 1, &err), 0);
+    fr_bufpool_give(NULL, &a);
+    assert_null(a.data);
+    assert_int_equal(fr_bufpool_kept_bytes(NULL), 0);
+}
+
 /* ---- arena ----------------------------------------------------------------------------- */
 
 static void test_arena(void **state)
@@ -961,6 +1008,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_alloc_fail_after),
         cmocka_unit_test(test_buf),
         cmocka_unit_test(test_buf_alloc_failure),
+        cmocka_unit_test(test_bufpool),
         cmocka_unit_test(test_arena),
         cmocka_unit_test(test_arena_alloc_failure),
         cmocka_unit_test(test_crc32c),
