@@ -33,6 +33,7 @@ typedef struct cnet_frame {
     size_t len;
     uint8_t *body;  /* into block */
     uint8_t *block; /* owned: the reader's buffer, taken whole, or a copy of the body */
+    size_t cap;     /* block's capacity */
 } cnet_frame;
 
 typedef struct cnet_call {
@@ -49,9 +50,14 @@ typedef struct cnet_call {
     void *notify_ctx;
 } cnet_call;
 
+/* The most capacity of received frames' buffers a connection keeps for the next frames: a
+ * response being read while the one before is decoded, at the size the reader offers. */
+#define CNET_FRAMES_KEEP_BYTES (2u * FR_RPC_READ_LEARN_BYTES)
+
 struct fr_cnet {
     fr_cnet_options o;
     char *host;
+    fr_bufpool *frames; /* buffers of received frames, back from the calls that took them */
     pthread_mutex_t mu;
     pthread_cond_t state_cv;  /* connection state, in-flight slots */
     pthread_cond_t drain_cv;  /* a stream's frames were taken */
@@ -286,10 +292,12 @@ static void lost(fr_cnet *n, uint64_t gen, const fr_error *why)
     pthread_mutex_unlock(&n->mu);
 }
 
-static void frame_free(cnet_frame *f)
+/* Frees f; its block goes back to the pool, for the reader to receive into again. */
+static void frame_free(fr_cnet *n, cnet_frame *f)
 {
     if (!f) return;
-    fr_free(f->block);
+    fr_buf b = {.data = f->block, .len = 0, .cap = f->block ? f->cap : 0};
+    fr_bufpool_give(n->frames, &b);
     fr_free(f);
 }
 
@@ -308,6 +316,7 @@ static cnet_frame *frame_new(fr_rpc_reader *r, const fr_rpc_frame *f)
         fr_free(cf);
         return NULL;
     }
+    cf->cap = fr_rpc_reader_kept_cap(r);
     return cf;
 }
 
@@ -330,7 +339,7 @@ static int dispatch(fr_cnet *n, uint64_t gen, fr_rpc_reader *r, const fr_rpc_fra
     for (;;) {
         cnet_call *c = find_call(n, f->request_id, gen);
         if (!c || n->closing) {
-            frame_free(cf);
+            frame_free(n, cf);
             break;
         }
         if (f->result == FR_RPC_PART && c->queued >= (size_t)n->o.stream_buffer_bytes) {
@@ -361,6 +370,7 @@ static void *reader_main(void *arg)
     fr_error err = {0};
     fr_rpc_reader *r = NULL;
     if (fr_rpc_reader_new(FR_RPC_RESPONSE, n->o.frame_bytes_max, &r, &err) == 0) {
+        fr_rpc_reader_set_pool(r, n->frames);
         for (;;) {
             uint8_t *p;
             size_t cap;
@@ -463,6 +473,7 @@ int fr_cnet_open(const fr_cnet_options *o, fr_cnet **out, fr_error *err)
     FR_CHECK(n, FR_ENOMEM, err, "out of memory opening a connection");
     n->o = *o;
     n->host = fr_strdup(o->host ? o->host : "127.0.0.1");
+    n->frames = fr_bufpool_new(CNET_FRAMES_KEEP_BYTES);
     n->fd = -1;
     n->next_id = 1;
     n->backoff_ms = o->backoff_ms;
@@ -472,7 +483,7 @@ int fr_cnet_open(const fr_cnet_options *o, fr_cnet **out, fr_error *err)
     pthread_mutex_init(&n->send_mu, NULL);
     cond_init_mono(&n->state_cv);
     cond_init_mono(&n->drain_cv);
-    if (!n->host) {
+    if (!n->host || !n->frames) {
         fr_cnet_close(n);
         return fr_fail(err, FR_ENOMEM, "out of memory opening a connection");
     }
@@ -507,6 +518,7 @@ void fr_cnet_close(fr_cnet *n)
     pthread_mutex_destroy(&n->send_mu);
     pthread_mutex_destroy(&n->mu);
     fr_free(n->host);
+    fr_bufpool_free(n->frames);
     fr_free(n);
 }
 
@@ -582,7 +594,7 @@ static int receive(fr_cnet *n, fr_rpc_api api, cnet_call *call, int64_t deadline
             rc = fr_rpc_response_unpack(api, &f, &m, err);
         }
         fr_rpc_result result = fr->result;
-        frame_free(fr);
+        frame_free(n, fr);
         if (rc < 0) return rc;
         if (result == FR_RPC_ERROR) {
             const Firth__Error *e = (const Firth__Error *)m;
@@ -621,7 +633,7 @@ static void unlink_call(fr_cnet *n, cnet_call *call)
     }
     for (cnet_frame *f = call->head, *next; f; f = next) {
         next = f->next;
-        frame_free(f);
+        frame_free(n, f);
     }
     call->head = call->tail = NULL;
     pthread_cond_broadcast(&n->state_cv);

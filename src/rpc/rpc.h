@@ -261,6 +261,13 @@ size_t fr_rpc_reader_capacity(const fr_rpc_reader *r);
  * buffer, that is the buffer itself (the reader starts afresh: a large frame is not copied
  * again); otherwise a copy of the body. NULL when out of memory. */
 uint8_t *fr_rpc_reader_keep(fr_rpc_reader *r, const fr_rpc_frame *f, uint8_t **body);
+/* The reader's buffers come from pool and go back to it rather than to the allocator; the
+ * memory fr_rpc_reader_keep hands out may be given back too (fr_bufpool_give of a buffer
+ * whose cap is the size fr_rpc_reader_kept_cap says). pool must outlive the reader. */
+void fr_rpc_reader_set_pool(fr_rpc_reader *r, fr_bufpool *pool);
+/* The capacity of memory fr_rpc_reader_keep returned for frame f: the reader's whole buffer
+ * or the copy's size. Call it right after the keep, with the frame it was given. */
+size_t fr_rpc_reader_kept_cap(const fr_rpc_reader *r);
 /* Gives the buffer back when nothing is buffered. Invalidates frames. */
 void fr_rpc_reader_trim(fr_rpc_reader *r);
 

@@ -13,7 +13,9 @@
  * only when it is full and the frame being read is longer than it, or to the size of a
  * frame the peer has already sent whole (so the memory held is at most twice what the peer
  * has sent, or one read chunk); a length over the limit is refused before any byte of its
- * body is buffered; once failed, always failed. */
+ * body is buffered; once failed, always failed. A reader given a pool takes its buffers
+ * from it and gives them back to it, so a buffer may be larger than these rules would make
+ * it (an earlier frame's), up to the same 4 + frame_bytes_max. */
 #include "rpc/rpc.h"
 
 #include <assert.h>
@@ -26,6 +28,8 @@ struct fr_rpc_reader {
     size_t learned; /* what it offers: the last whole frame's size, within bounds */
     uint8_t *buf;
     size_t cap, start, len;
+    fr_bufpool *pool;  /* where buffers come from and go back to, or NULL */
+    size_t kept_cap;   /* the capacity of what the last keep handed out */
     bool failed;
     fr_error failure;
 };
@@ -45,10 +49,50 @@ int fr_rpc_reader_new(fr_rpc_direction d, int64_t frame_bytes_max, fr_rpc_reader
     return 0;
 }
 
+/* Gives the buffer back (to the pool, when there is one): the reader holds none after. */
+static void fr_rpc_reader_release(fr_rpc_reader *r)
+{
+    fr_buf b = {.data = r->buf, .len = 0, .cap = r->cap};
+    fr_bufpool_give(r->pool, &b);
+    r->buf = NULL;
+    r->cap = r->start = r->len = 0;
+}
+
+/* An empty reader's buffer of want bytes: one of the pool's when it is no larger than the
+ * reader may hold, grown to want if it is smaller. */
+static int fr_rpc_reader_alloc(fr_rpc_reader *r, size_t want)
+{
+    fr_buf b;
+    fr_bufpool_take(r->pool, &b);
+    if (b.cap > (size_t)r->frame_bytes_max + 4) fr_buf_free(&b);
+    if (b.cap < want) {
+        uint8_t *p = fr_realloc(b.data, want);
+        if (!p) {
+            fr_buf_free(&b);
+            return FR_ENOMEM;
+        }
+        b.data = p;
+        b.cap = want;
+    }
+    r->buf = b.data;
+    r->cap = b.cap;
+    return 0;
+}
+
+void fr_rpc_reader_set_pool(fr_rpc_reader *r, fr_bufpool *pool)
+{
+    r->pool = pool;
+}
+
+size_t fr_rpc_reader_kept_cap(const fr_rpc_reader *r)
+{
+    return r->kept_cap;
+}
+
 void fr_rpc_reader_free(fr_rpc_reader *r)
 {
     if (!r) return;
-    fr_free(r->buf);
+    fr_rpc_reader_release(r);
     fr_free(r);
 }
 
@@ -86,11 +130,7 @@ static void fr_rpc_reader_compact(fr_rpc_reader *r)
 {
     if (r->start == r->len) {
         r->start = r->len = 0;
-        if (r->cap > r->learned) {
-            fr_free(r->buf);
-            r->buf = NULL;
-            r->cap = 0;
-        }
+        if (r->cap > r->learned) fr_rpc_reader_release(r);
     } else if (r->start > 0) {
         memmove(r->buf, r->buf + r->start, r->len - r->start);
         r->len -= r->start;
@@ -113,11 +153,13 @@ int fr_rpc_reader_space(fr_rpc_reader *r, uint8_t **p, size_t *n, fr_error *err)
         want = r->cap * 2 < total ? r->cap * 2 : total;
     }
     if (want > r->cap) {
-        uint8_t *nb = fr_realloc(r->buf, want);
-        if (!nb)
+        uint8_t *nb = r->cap == 0 ? NULL : fr_realloc(r->buf, want);
+        if (nb) {
+            r->buf = nb;
+            r->cap = want;
+        } else if (r->cap > 0 || fr_rpc_reader_alloc(r, want) < 0) {
             return fr_fail(err, FR_ENOMEM, "out of memory for a frame buffer of %zu bytes", want);
-        r->buf = nb;
-        r->cap = want;
+        }
     }
     assert(r->cap <= (size_t)r->frame_bytes_max + 4);
     *p = r->buf + r->len;
@@ -175,6 +217,7 @@ uint8_t *fr_rpc_reader_keep(fr_rpc_reader *r, const fr_rpc_frame *f, uint8_t **b
         f->body + f->body_len == r->buf + r->len &&
         2 * (r->len - (size_t)(f->body - r->buf)) >= r->cap) {
         uint8_t *b = r->buf;
+        r->kept_cap = r->cap;
         r->buf = NULL;
         r->cap = r->start = r->len = 0;
         *body = (uint8_t *)f->body;
@@ -183,6 +226,7 @@ uint8_t *fr_rpc_reader_keep(fr_rpc_reader *r, const fr_rpc_frame *f, uint8_t **b
     uint8_t *copy = fr_malloc(f->body_len);
     if (!copy) return NULL;
     memcpy(copy, f->body, f->body_len);
+    r->kept_cap = f->body_len;
     *body = copy;
     return copy;
 }
@@ -200,7 +244,5 @@ size_t fr_rpc_reader_capacity(const fr_rpc_reader *r)
 void fr_rpc_reader_trim(fr_rpc_reader *r)
 {
     if (r->start != r->len) return;
-    fr_free(r->buf);
-    r->buf = NULL;
-    r->cap = r->start = r->len = 0;
+    fr_rpc_reader_release(r);
 }

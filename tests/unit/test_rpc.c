@@ -492,6 +492,60 @@ static void test_reader_learns_frame_size(void **state)
     fr_rpc_reader_free(r);
 }
 
+/* A reader with a pool receives into the buffers given back to it: a large frame's buffer,
+ * kept and given back, holds the next frame, at the same address. Frames still come out
+ * whole and in order, and small frames are copied out, their copies' sizes told. */
+static void test_reader_pool(void **state)
+{
+    (void)state;
+    const size_t body = 2 * FR_RPC_READ_CHUNK_BYTES;
+    const size_t total = FR_RPC_REQUEST_HEADER_BYTES + body;
+    fr_error err;
+    fr_bufpool *pool = fr_bufpool_new(4 * total);
+    fr_rpc_reader *r;
+    assert_int_equal(fr_rpc_reader_new(FR_RPC_REQUEST, 8 << 20, &r, &err), 0);
+    fr_rpc_reader_set_pool(r, pool);
+    uint8_t *frame = fr_calloc(1, total);
+    assert_non_null(frame);
+    uint8_t *last = NULL;
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(fr_rpc_request_header_encode(frame, i + 1, 0, 1, body, 8 << 20, &err), 0);
+        frame[total - 1] = (uint8_t)(i + 1);
+        size_t used;
+        assert_int_equal(fr_rpc_reader_feed(r, frame, total, &used, &err), 0);
+        assert_int_equal(used, total);
+        fr_rpc_frame f;
+        assert_int_equal(fr_rpc_reader_next(r, &f, &err), 1);
+        uint8_t *kept_body = NULL;
+        uint8_t *block = fr_rpc_reader_keep(r, &f, &kept_body);
+        assert_non_null(block);
+        assert_int_equal(kept_body[body - 1], i + 1);
+        if (i >= 2) assert_ptr_equal(block, last); /* the buffer given back the time before */
+        last = block;
+        fr_buf b = {.data = block, .len = 0, .cap = fr_rpc_reader_kept_cap(r)};
+        assert_true(b.cap >= total);
+        fr_bufpool_give(pool, &b);
+    }
+    /* A small frame after a large one is copied out of the pooled buffer. */
+    assert_int_equal(fr_rpc_request_header_encode(frame, 9, 0, 1, 10, 8 << 20, &err), 0);
+    size_t used;
+    assert_int_equal(fr_rpc_reader_feed(r, frame, FR_RPC_REQUEST_HEADER_BYTES + 10, &used, &err),
+                     0);
+    fr_rpc_frame f;
+    assert_int_equal(fr_rpc_reader_next(r, &f, &err), 1);
+    uint8_t *kept_body = NULL;
+    uint8_t *block = fr_rpc_reader_keep(r, &f, &kept_body);
+    assert_ptr_equal(block, kept_body);
+    assert_int_equal(fr_rpc_reader_kept_cap(r), 10);
+    fr_free(block);
+    fr_rpc_reader_trim(r);
+    assert_int_equal(fr_rpc_reader_capacity(r), 0);
+    assert_true(fr_bufpool_kept_bytes(pool) >= total);
+    fr_rpc_reader_free(r);
+    fr_bufpool_free(pool);
+    fr_free(frame);
+}
+
 static void test_reader_bad_lengths(void **state)
 {
     (void)state;
@@ -600,7 +654,7 @@ int main(void)
         cmocka_unit_test(test_write_frames),          cmocka_unit_test(test_reader_byte_by_byte),
         cmocka_unit_test(test_reader_random_chunks),  cmocka_unit_test(test_reader_waiting_frames),
         cmocka_unit_test(test_reader_memory),         cmocka_unit_test(test_reader_learns_frame_size),
-        cmocka_unit_test(test_reader_bad_lengths),
+        cmocka_unit_test(test_reader_bad_lengths),    cmocka_unit_test(test_reader_pool),
         cmocka_unit_test(test_reader_responses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
