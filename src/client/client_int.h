@@ -79,6 +79,11 @@ int fr_cnet_wait(fr_cnet_pending *p, int64_t timeout_ms, ProtobufCMessage **resp
                  fr_error *err);
 /* Forgets p, answered or not (an answer still to come is dropped). NULL is ignored. */
 void fr_cnet_pending_free(fr_cnet_pending *p);
+/* Frees an answer of fr_cnet_call or fr_cnet_wait (NULL is fine). A fetch_log or lookup
+ * answer holds the frame it was received in, with its batches unpacked in place; that
+ * memory goes back to the connection, to receive the next answers into, so free such an
+ * answer only once nothing points into its batches. Thread: any. */
+void fr_cnet_release(fr_cnet *n, ProtobufCMessage *m);
 
 /* The largest request frame the server takes (from its API_VERSIONS answer). */
 int64_t fr_cnet_server_frame_max(fr_cnet *n);

@@ -420,7 +420,7 @@ static int send_lookup(firth_lookuper *l, const kroute *k, kunit *u, int n, bool
         if (got != (size_t)n)
             rc = fr_fail(err, FR_ECORRUPT, "a lookup answer for %zu buckets, not %d", got, n);
     }
-    fr_rpc_free(m);
+    fr_cnet_release(l->client->net, m);
     fr_free(lb);
     fr_free(pb);
     fr_free(ptrs);

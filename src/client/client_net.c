@@ -588,7 +588,12 @@ static int receive(fr_cnet *n, fr_rpc_api api, cnet_call *call, int64_t deadline
         int rc;
         if (api == FR_RPC_FETCH_LOG && fr->result == FR_RPC_SUCCESS) {
             /* The records stay in the frame, which the message takes over. */
-            rc = fr_rpc_fetch_unpack(&f, fr->block, (Firth__FetchLogResponse **)&m, err);
+            rc = fr_rpc_fetch_unpack(&f, fr->block, fr->cap, (Firth__FetchLogResponse **)&m,
+                                     err);
+            fr->block = NULL;
+        } else if (api == FR_RPC_LOOKUP && fr->result == FR_RPC_SUCCESS) {
+            rc = fr_rpc_lookup_unpack(&f, fr->block, fr->cap, (Firth__LookupResponse **)&m,
+                                      err);
             fr->block = NULL;
         } else {
             rc = fr_rpc_response_unpack(api, &f, &m, err);
@@ -778,6 +783,15 @@ int fr_cnet_wait(fr_cnet_pending *p, int64_t timeout_ms, ProtobufCMessage **resp
     call_state st = {0};
     p->ended = true;
     return receive(n, p->api, &p->call, p->deadline_ns, NULL, NULL, resp, NULL, &st, err);
+}
+
+void fr_cnet_release(fr_cnet *n, ProtobufCMessage *m)
+{
+    fr_buf b;
+    b.data = fr_rpc_kept_take(m, &b.cap);
+    b.len = 0;
+    fr_bufpool_give(n->frames, &b);
+    fr_rpc_free(m);
 }
 
 void fr_cnet_pending_free(fr_cnet_pending *p)

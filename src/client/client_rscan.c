@@ -279,7 +279,7 @@ static int rscan_fetch(rscan *s, int64_t pid, int bucket, int64_t *pos, int64_t 
     }
 fail:
     fr_rdecoded_free(d, nd);
-    fr_rpc_free(m);
+    fr_cnet_release(s->t->client->net, m);
     return rc;
 }
 

@@ -557,7 +557,7 @@ static int poll_remote(firth_scanner *s, int64_t timeout_ms, firth_scan_result *
         if (s->ahead) return FR_OK; /* nothing came in time */
         /* An empty answer (its wait ran out) leaves the rest of this poll's to a new fetch. */
         if (m && answer_empty(m) && fr_monotonic_ns() < deadline) {
-            fr_rpc_free(m);
+            fr_cnet_release(s->client->net, m);
             m = NULL;
         }
     }
@@ -576,7 +576,7 @@ static int poll_remote(firth_scanner *s, int64_t timeout_ms, firth_scan_result *
                                                                  : SCANNER_AHEAD_WAIT_MS_MAX);
     if (rc == 0) rc = fetch_apply(s, tr, r, err);
     if (rc < 0) ahead_drop(s);
-    fr_rpc_free(m);
+    fr_cnet_release(s->client->net, m);
     return rc;
 }
 

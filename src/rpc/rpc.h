@@ -309,11 +309,19 @@ int fr_rpc_request_unpack_in_place(const fr_rpc_frame *f, ProtobufCMessage **out
 void fr_rpc_request_free_in_place(ProtobufCMessage *m);
 /* fr_rpc_response_unpack for a SUCCESS frame of fetch_log, without copying its record
  * batches: each bucket's records point into f->body, which lies in `block` (fr_malloc'd
- * memory the message takes over, whatever the outcome; NULL when the body is empty).
- * Free the message with fr_rpc_free, which frees the block with it (rpc_fetch.c). Errors:
- * FR_ECORRUPT for a malformed body, FR_ENOMEM. */
-int fr_rpc_fetch_unpack(const fr_rpc_frame *f, uint8_t *block, Firth__FetchLogResponse **out,
-                        fr_error *err);
+ * memory of `cap` bytes that the message takes over, whatever the outcome; NULL when the
+ * body is empty). Free the message with fr_rpc_free, which frees the block with it
+ * (rpc_fetch.c). Errors: FR_ECORRUPT for a malformed body, FR_ELIMIT, FR_ENOMEM. */
+int fr_rpc_fetch_unpack(const fr_rpc_frame *f, uint8_t *block, size_t cap,
+                        Firth__FetchLogResponse **out, fr_error *err);
+/* The same for a SUCCESS frame of lookup: each bucket's rows point into the block. */
+int fr_rpc_lookup_unpack(const fr_rpc_frame *f, uint8_t *block, size_t cap,
+                         Firth__LookupResponse **out, fr_error *err);
+/* Takes the block back from a message of fr_rpc_fetch_unpack or fr_rpc_lookup_unpack, once
+ * its batches are no longer needed: the fields that pointed into it are emptied, and the
+ * block (of *cap bytes) is the caller's. NULL for any other message, or when the body was
+ * empty. The message is still to be freed with fr_rpc_free. */
+uint8_t *fr_rpc_kept_take(ProtobufCMessage *m, size_t *cap);
 /* Unpacks the body of a response frame to a request of api: the api's response message for
  * SUCCESS and PART (PART only for an api that streams: FR_ECORRUPT otherwise), an
  * Firth__Error for ERROR. */

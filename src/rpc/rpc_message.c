@@ -184,9 +184,9 @@ int fr_rpc_unpack(const ProtobufCMessageDescriptor *d, const char *what, const u
 void fr_rpc_free(ProtobufCMessage *m)
 {
     if (!m) return;
-    /* A fetch_log response unpacked in place: its records lie in its frame, which protobuf-c
-     * frees as the message's unknown field. */
-    if (fr_rpc_fetch_is_kept(m)) fr_rpc_fetch_release(m);
+    /* A response unpacked in place: its batches lie in its frame, which protobuf-c frees as
+     * the message's unknown field. */
+    if (fr_rpc_kept(m)) fr_rpc_kept_release(m);
     protobuf_c_message_free_unpacked(m, &fr_rpc_free_allocator);
 }
 

@@ -166,6 +166,37 @@ int fr_wire_int32s(fr_wire *w, int type, int32_t **items, size_t *n, size_t *cap
     return 0;
 }
 
+/* One bool as protobuf-c reads it from the bytes of its value, whatever their wire type (a
+ * varint, or 4 or 8 fixed bytes): true when any byte has a bit set below its top one. */
+static int push_bool(const fr_wire *w, size_t from, protobuf_c_boolean **items, size_t *n,
+                     size_t *cap, fr_error *err)
+{
+    bool v = false;
+    for (size_t i = from; i < w->at; i++) v |= (w->p[i] & 0x7f) != 0;
+    FR_TRY(grow_array(w, items, *n, cap, sizeof **items, err));
+    (*items)[(*n)++] = v;
+    return 0;
+}
+
+int fr_wire_bools(fr_wire *w, int type, protobuf_c_boolean **items, size_t *n, size_t *cap,
+                  fr_error *err)
+{
+    uint64_t u;
+    size_t from = w->at;
+    if (type != FR_WT_LEN) {
+        FR_TRY(fr_wire_skip(w, type, err));
+        return push_bool(w, from, items, n, cap, err);
+    }
+    fr_wire sub;
+    FR_TRY(fr_wire_len(w, &sub, err));
+    while (sub.at < sub.n) {
+        from = sub.at;
+        FR_TRY(fr_wire_varint(&sub, &u, err));
+        FR_TRY(push_bool(&sub, from, items, n, cap, err));
+    }
+    return 0;
+}
+
 int fr_wire_string(fr_wire *w, int type, char **s, fr_error *err)
 {
     fr_wire sub;

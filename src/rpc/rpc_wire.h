@@ -1,7 +1,7 @@
 /* rpc_wire.h — reading the protobuf wire format by hand (internal to the rpc module), for
  * the messages whose record batches are left in their frame instead of being copied out by
- * protobuf-c: produce_log and put_kv requests (rpc_requests.c) and fetch_log responses
- * (rpc_fetch.c).
+ * protobuf-c: produce_log and put_kv requests (rpc_requests.c), fetch_log and lookup
+ * responses (rpc_fetch.c).
  *
  * Wire format: each field is a varint key (number << 3 | wire type) and a value: a varint
  * (type 0), 8 bytes (1), a varint length and that many bytes (2), or 4 bytes (5). Groups
@@ -67,6 +67,11 @@ int fr_wire_int32(fr_wire *w, int type, int32_t *v, fr_error *err);
  * *cap): a varint, or a length-delimited run of them (packed); protobuf-c takes either. */
 int fr_wire_int32s(fr_wire *w, int type, int32_t **items, size_t *n, size_t *cap,
                    fr_error *err);
+/* One occurrence of a repeated bool field, appended like fr_wire_int32s: as protobuf-c
+ * reads it, a single value may also come as 4 or 8 fixed bytes, and a value is true when
+ * any of its bytes has a bit set below the top one. */
+int fr_wire_bools(fr_wire *w, int type, protobuf_c_boolean **items, size_t *n, size_t *cap,
+                  fr_error *err);
 /* A string field: a NUL-terminated copy replacing *s (protobuf-c's shared empty string or
  * an earlier copy). */
 int fr_wire_string(fr_wire *w, int type, char **s, fr_error *err);
@@ -87,9 +92,10 @@ int fr_wire_fields(fr_wire w, fr_wire_field_fn fn, void *m, fr_error *err);
 int fr_wire_element(fr_wire *w, int type, const ProtobufCMessageDescriptor *d, void ***items,
                     size_t *n, size_t *cap, fr_wire *sub, void **out, fr_error *err);
 
-/* rpc_fetch.c: whether m is a fetch_log response of fr_rpc_fetch_unpack (holding its
- * frame), and the clearing of its records before protobuf-c frees it (fr_rpc_free). */
-bool fr_rpc_fetch_is_kept(const ProtobufCMessage *m);
-void fr_rpc_fetch_release(ProtobufCMessage *m);
+/* rpc_fetch.c: whether m is a response unpacked in place (fetch_log or lookup, holding its
+ * frame), and the clearing of its fields that point into the frame before protobuf-c
+ * frees it (fr_rpc_free). */
+bool fr_rpc_kept(const ProtobufCMessage *m);
+void fr_rpc_kept_release(ProtobufCMessage *m);
 
 #endif

@@ -6,8 +6,9 @@
  * that passed the checks must pass them again after the round trip. A produce_log or put_kv
  * request also goes through fr_rpc_request_unpack_in_place (records left in place), which
  * must accept only what fr_rpc_request_unpack accepts, with the same fields. A fetch_log
- * response goes through fr_rpc_fetch_unpack too (records left in the frame's copy, which
- * the message takes over), with the same rule against fr_rpc_response_unpack. */
+ * or lookup response goes through fr_rpc_fetch_unpack or fr_rpc_lookup_unpack too (records
+ * or rows left in the frame's copy, which the message takes over), with the same rule
+ * against fr_rpc_response_unpack. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,7 +140,7 @@ static void fz_fetch_in_place(const fr_rpc_frame *f, int rc, const ProtobufCMess
     mine_f.body = block;
     Firth__FetchLogResponse *mine = NULL;
     fr_error err;
-    if (fr_rpc_fetch_unpack(&mine_f, block, &mine, &err) != 0) return;
+    if (fr_rpc_fetch_unpack(&mine_f, block, f->body_len, &mine, &err) != 0) return;
     const Firth__FetchLogResponse *theirs = (const Firth__FetchLogResponse *)m;
     bool same = rc == 0 && mine->n_tables == theirs->n_tables;
     for (size_t i = 0; same && i < mine->n_tables; i++) {
@@ -156,6 +157,45 @@ static void fz_fetch_in_place(const fr_rpc_frame *f, int rc, const ProtobufCMess
         fprintf(stderr, "fuzz_rpc_message: fetch_log unpacked in place differs (protobuf-c: %d)\n", rc);
         abort();
     }
+    fr_rpc_free(&mine->base);
+}
+
+static bool fz_lookup_same(const Firth__LookupResponse *x, const Firth__LookupResponse *y,
+                           const uint8_t *block, size_t n)
+{
+    bool same = x->n_buckets == y->n_buckets;
+    for (size_t k = 0; same && k < x->n_buckets; k++) {
+        const Firth__LookupBucketResult *a = x->buckets[k], *b = y->buckets[k];
+        same = a->partition_id == b->partition_id && a->bucket == b->bucket &&
+               fz_error_same(a->error, b->error) && a->n_found == b->n_found &&
+               a->rows.len == b->rows.len &&
+               (a->rows.len == 0 ||
+                (memcmp(a->rows.data, b->rows.data, a->rows.len) == 0 &&
+                 a->rows.data >= block && a->rows.data + a->rows.len <= block + n));
+        for (size_t j = 0; same && j < a->n_found; j++)
+            same = (a->found[j] != 0) == (b->found[j] != 0);
+    }
+    return same;
+}
+
+static void fz_lookup_in_place(const fr_rpc_frame *f, int rc, const ProtobufCMessage *m)
+{
+    uint8_t *block = f->body_len ? fr_malloc(f->body_len) : NULL;
+    if (f->body_len && !block) abort();
+    if (f->body_len) memcpy(block, f->body, f->body_len);
+    fr_rpc_frame mine_f = *f;
+    mine_f.body = block;
+    Firth__LookupResponse *mine = NULL;
+    fr_error err;
+    if (fr_rpc_lookup_unpack(&mine_f, block, f->body_len, &mine, &err) != 0) return;
+    if (rc != 0 || !fz_lookup_same(mine, (const Firth__LookupResponse *)m, block, f->body_len)) {
+        fprintf(stderr, "fuzz_rpc_message: lookup unpacked in place differs (protobuf-c: %d)\n", rc);
+        abort();
+    }
+    size_t cap;
+    uint8_t *back = fr_rpc_kept_take(&mine->base, &cap);
+    if (back != block || cap != (block ? f->body_len : 0)) abort();
+    fr_free(back);
     fr_rpc_free(&mine->base);
 }
 
@@ -177,6 +217,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!response && fr_rpc_request_in_place(api)) fz_request_in_place(&f, rc, m);
     if (response && api == FR_RPC_FETCH_LOG && f.result == FR_RPC_SUCCESS)
         fz_fetch_in_place(&f, rc, m);
+    if (response && api == FR_RPC_LOOKUP && f.result == FR_RPC_SUCCESS)
+        fz_lookup_in_place(&f, rc, m);
     if (rc == 0) {
         fz_same_after_round_trip(m, !response, api);
         fr_rpc_free(m);

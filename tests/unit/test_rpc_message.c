@@ -1644,7 +1644,7 @@ static void test_fetch_in_place(void **state)
             Firth__FetchLogResponse *mine = NULL;
             fr_error e1 = {0}, e2 = {0};
             int rc1 = fr_rpc_response_unpack(FR_RPC_FETCH_LOG, &f, &theirs, &e1);
-            int rc2 = fr_rpc_fetch_unpack(&f, block, &mine, &e2); /* takes the block */
+            int rc2 = fr_rpc_fetch_unpack(&f, block, body.len, &mine, &e2); /* takes the block */
             bool same = rc1 == 0 && rc2 == 0 && tm_same_fetch((Firth__FetchLogResponse *)theirs, mine);
             tm_in_place_verdict(seed, round, rc1, rc2, &e1, &e2, same, &both, &refused_more);
             if (rc2 != 0) assert_null(mine);
@@ -1664,6 +1664,123 @@ static void test_fetch_in_place(void **state)
     }
     fr_free(rf);
     print_message("fetch_in_place: %d bodies unpacked alike, %d refused that protobuf-c took\n",
+                  both, refused_more);
+    assert_int_equal(refused_more, 0);
+}
+
+/* ---- lookup responses without copying the rows ------------------------------------------- */
+
+/* A random lookup response of up to 4 buckets with up to 9 found flags each, some of them
+ * written one varint per flag (as protobuf-c also reads them) with values other than 1. */
+typedef struct tm_lookup {
+    Firth__LookupResponse m;
+    Firth__LookupBucketResult b[4], *bp[4];
+    Firth__Error err[4];
+    protobuf_c_boolean found[4][9];
+    char msg[4][16];
+    uint8_t rows[4][80];
+} tm_lookup;
+
+static void tm_random_lookup(tm_lookup *l)
+{
+    firth__lookup_response__init(&l->m);
+    l->m.n_buckets = tm_next() % 5;
+    l->m.buckets = l->bp;
+    for (size_t k = 0; k < l->m.n_buckets; k++) {
+        Firth__LookupBucketResult *b = &l->b[k];
+        firth__lookup_bucket_result__init(b);
+        l->bp[k] = b;
+        b->partition_id = (int64_t)(tm_next() % 4) - 1;
+        b->bucket = (int32_t)(tm_next() % 8);
+        b->error = tm_random_error(&l->err[k], l->msg[k], sizeof l->msg[k]);
+        b->n_found = tm_next() % 10;
+        b->found = l->found[k];
+        for (size_t j = 0; j < b->n_found; j++) l->found[k][j] = (protobuf_c_boolean)(tm_next() % 2);
+        b->rows.len = tm_next() % sizeof l->rows[k];
+        for (size_t j = 0; j < b->rows.len; j++) l->rows[k][j] = (uint8_t)tm_next();
+        b->rows.data = l->rows[k];
+    }
+}
+
+static bool tm_same_lookup(const Firth__LookupResponse *a, const Firth__LookupResponse *b)
+{
+    if (a->n_buckets != b->n_buckets) return false;
+    for (size_t k = 0; k < a->n_buckets; k++) {
+        const Firth__LookupBucketResult *u = a->buckets[k], *v = b->buckets[k];
+        if (u->partition_id != v->partition_id || u->bucket != v->bucket ||
+            !tm_same_error(u->error, v->error) || u->n_found != v->n_found ||
+            u->rows.len != v->rows.len)
+            return false;
+        for (size_t j = 0; j < u->n_found; j++)
+            if ((u->found[j] != 0) != (v->found[j] != 0)) return false;
+        if (u->rows.len && memcmp(u->rows.data, v->rows.data, u->rows.len) != 0) return false;
+    }
+    return true;
+}
+
+/* A bucket result (field 1 of the response) whose found flags are written unpacked: field
+ * 4, one varint per flag, 1 or a larger true value. */
+static void tm_append_unpacked_found(fr_buf *body)
+{
+    static const uint8_t bucket[] = {0x0a, 9,    0x10, 3,    0x20, 0x01, 0x20, 0x00,
+                                     0x20, 0x80, 0x01};
+    fr_error err;
+    assert_int_equal(fr_buf_append(body, bucket, sizeof bucket, &err), 0);
+}
+
+/* fr_rpc_lookup_unpack against protobuf-c's unpack of the same bodies, as for fetch_log;
+ * fr_rpc_kept_take hands the block back with the capacity it was given. */
+static void test_lookup_in_place(void **state)
+{
+    (void)state;
+    uint64_t seed = tm_seed("lookup_in_place", 11);
+    int both = 0, refused_more = 0;
+    tm_lookup *rl = fr_malloc(sizeof *rl);
+    assert_non_null(rl);
+    for (int round = 0; round < 300; round++) {
+        tm_random_lookup(rl);
+        fr_buf body = tm_pack(&rl->m.base);
+        if (round % 5 == 0) tm_append_unpacked_found(&body);
+        for (int damage = 0; damage < 40; damage++) {
+            uint8_t *block = body.len ? fr_malloc(body.len + 16) : NULL;
+            assert_true(body.len == 0 || block);
+            if (body.len) memcpy(block, body.data, body.len);
+            for (int k = damage == 0 || body.len == 0 ? 0 : 1 + (int)(tm_next() % 3); k > 0; k--)
+                block[tm_next() % body.len] = (uint8_t)tm_next();
+            fr_rpc_frame f = {.direction = FR_RPC_RESPONSE, .result = FR_RPC_SUCCESS,
+                              .request_id = 1, .body = block, .body_len = body.len};
+            ProtobufCMessage *theirs = NULL;
+            Firth__LookupResponse *mine = NULL;
+            fr_error e1 = {0}, e2 = {0};
+            int rc1 = fr_rpc_response_unpack(FR_RPC_LOOKUP, &f, &theirs, &e1);
+            int rc2 = fr_rpc_lookup_unpack(&f, block, body.len ? body.len + 16 : 0, &mine, &e2);
+            bool same = rc1 == 0 && rc2 == 0 && tm_same_lookup((Firth__LookupResponse *)theirs, mine);
+            tm_in_place_verdict(seed, round, rc1, rc2, &e1, &e2, same, &both, &refused_more);
+            if (rc2 != 0) assert_null(mine);
+            for (size_t k = 0; rc2 == 0 && k < mine->n_buckets; k++) {
+                const ProtobufCBinaryData *r = &mine->buckets[k]->rows;
+                if (r->len) assert_true(r->data >= block && r->data + r->len <= block + body.len);
+            }
+            if (damage == 0) {
+                assert_int_equal(rc2, 0);
+                assert_int_equal(rc1, 0);
+            }
+            if (rc2 == 0 && damage % 2) { /* the block back, the rows gone with it */
+                size_t cap = 0;
+                uint8_t *back = fr_rpc_kept_take(&mine->base, &cap);
+                assert_ptr_equal(back, block);
+                assert_int_equal(cap, block ? body.len + 16 : 0);
+                for (size_t k = 0; k < mine->n_buckets; k++)
+                    assert_int_equal(mine->buckets[k]->rows.len, 0);
+                fr_free(back);
+            }
+            fr_rpc_free(theirs);
+            fr_rpc_free(mine ? &mine->base : NULL);
+        }
+        fr_buf_free(&body);
+    }
+    fr_free(rl);
+    print_message("lookup_in_place: %d bodies unpacked alike, %d refused that protobuf-c took\n",
                   both, refused_more);
     assert_int_equal(refused_more, 0);
 }
@@ -1697,7 +1814,7 @@ static void test_in_place_memory_budget(void **state)
         int rc2;
         if (fetch) {
             Firth__FetchLogResponse *mine = NULL;
-            rc2 = fr_rpc_fetch_unpack(&f, body, &mine, &e2); /* takes the body */
+            rc2 = fr_rpc_fetch_unpack(&f, body, 2 * n, &mine, &e2); /* takes the body */
             assert_null(mine);
         } else {
             ProtobufCMessage *mine = NULL;
@@ -1797,6 +1914,7 @@ int main(void)
         cmocka_unit_test(test_worked_example),
         cmocka_unit_test(test_requests_in_place),
         cmocka_unit_test(test_fetch_in_place),
+        cmocka_unit_test(test_lookup_in_place),
         cmocka_unit_test(test_in_place_memory_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
