@@ -131,13 +131,22 @@ static bool fz_fetch_bucket_same(const Firth__FetchBucketResult *x,
              x->records.data >= block && x->records.data + x->records.len <= block + n));
 }
 
-static void fz_fetch_in_place(const fr_rpc_frame *f, int rc, const ProtobufCMessage *m)
+/* A copy of f's body in memory of its own (NULL for an empty body), and *copy, f over it:
+ * what the client's reader hands an answer unpacked in place. */
+static uint8_t *fz_block_copy(const fr_rpc_frame *f, fr_rpc_frame *copy)
 {
     uint8_t *block = f->body_len ? fr_malloc(f->body_len) : NULL;
     if (f->body_len && !block) abort();
     if (f->body_len) memcpy(block, f->body, f->body_len);
-    fr_rpc_frame mine_f = *f;
-    mine_f.body = block;
+    *copy = *f;
+    copy->body = block;
+    return block;
+}
+
+static void fz_fetch_in_place(const fr_rpc_frame *f, int rc, const ProtobufCMessage *m)
+{
+    fr_rpc_frame mine_f;
+    uint8_t *block = fz_block_copy(f, &mine_f);
     Firth__FetchLogResponse *mine = NULL;
     fr_error err;
     if (fr_rpc_fetch_unpack(&mine_f, block, f->body_len, &mine, &err) != 0) return;
@@ -180,11 +189,8 @@ static bool fz_lookup_same(const Firth__LookupResponse *x, const Firth__LookupRe
 
 static void fz_lookup_in_place(const fr_rpc_frame *f, int rc, const ProtobufCMessage *m)
 {
-    uint8_t *block = f->body_len ? fr_malloc(f->body_len) : NULL;
-    if (f->body_len && !block) abort();
-    if (f->body_len) memcpy(block, f->body, f->body_len);
-    fr_rpc_frame mine_f = *f;
-    mine_f.body = block;
+    fr_rpc_frame mine_f;
+    uint8_t *block = fz_block_copy(f, &mine_f);
     Firth__LookupResponse *mine = NULL;
     fr_error err;
     if (fr_rpc_lookup_unpack(&mine_f, block, f->body_len, &mine, &err) != 0) return;

@@ -1619,6 +1619,20 @@ static void tm_random_fetch(tm_fetch *f)
     }
 }
 
+/* A copy of body in a block of body->len + extra bytes (NULL for an empty body), with one
+ * to three random bytes changed unless damage is 0, and a SUCCESS response frame of it. */
+static uint8_t *tm_damaged_copy(const fr_buf *body, int damage, size_t extra, fr_rpc_frame *f)
+{
+    uint8_t *block = body->len ? fr_malloc(body->len + extra) : NULL;
+    assert_true(body->len == 0 || block);
+    if (body->len) memcpy(block, body->data, body->len);
+    for (int k = damage == 0 || body->len == 0 ? 0 : 1 + (int)(tm_next() % 3); k > 0; k--)
+        block[tm_next() % body->len] = (uint8_t)tm_next();
+    *f = (fr_rpc_frame){.direction = FR_RPC_RESPONSE, .result = FR_RPC_SUCCESS,
+                        .request_id = 1, .body = block, .body_len = body->len};
+    return block;
+}
+
 /* fr_rpc_fetch_unpack against protobuf-c's unpack of the same bodies: random responses and
  * random damage to them. What it accepts protobuf-c accepts, with the same fields; the
  * records point into the frame's block, which fr_rpc_free frees with the message. */
@@ -1633,13 +1647,8 @@ static void test_fetch_in_place(void **state)
         tm_random_fetch(rf);
         fr_buf body = tm_pack(&rf->m.base);
         for (int damage = 0; damage < 40; damage++) {
-            uint8_t *block = body.len ? fr_malloc(body.len) : NULL;
-            assert_true(body.len == 0 || block);
-            if (body.len) memcpy(block, body.data, body.len);
-            for (int k = damage == 0 || body.len == 0 ? 0 : 1 + (int)(tm_next() % 3); k > 0; k--)
-                block[tm_next() % body.len] = (uint8_t)tm_next();
-            fr_rpc_frame f = {.direction = FR_RPC_RESPONSE, .result = FR_RPC_SUCCESS,
-                              .request_id = 1, .body = block, .body_len = body.len};
+            fr_rpc_frame f;
+            uint8_t *block = tm_damaged_copy(&body, damage, 0, &f);
             ProtobufCMessage *theirs = NULL;
             Firth__FetchLogResponse *mine = NULL;
             fr_error e1 = {0}, e2 = {0};
@@ -1742,13 +1751,8 @@ static void test_lookup_in_place(void **state)
         fr_buf body = tm_pack(&rl->m.base);
         if (round % 5 == 0) tm_append_unpacked_found(&body);
         for (int damage = 0; damage < 40; damage++) {
-            uint8_t *block = body.len ? fr_malloc(body.len + 16) : NULL;
-            assert_true(body.len == 0 || block);
-            if (body.len) memcpy(block, body.data, body.len);
-            for (int k = damage == 0 || body.len == 0 ? 0 : 1 + (int)(tm_next() % 3); k > 0; k--)
-                block[tm_next() % body.len] = (uint8_t)tm_next();
-            fr_rpc_frame f = {.direction = FR_RPC_RESPONSE, .result = FR_RPC_SUCCESS,
-                              .request_id = 1, .body = block, .body_len = body.len};
+            fr_rpc_frame f;
+            uint8_t *block = tm_damaged_copy(&body, damage, 16, &f);
             ProtobufCMessage *theirs = NULL;
             Firth__LookupResponse *mine = NULL;
             fr_error e1 = {0}, e2 = {0};
