@@ -633,7 +633,8 @@ int fr_remote_write(fr_ctable *t, const fr_batch *b, const uint8_t *ops, const i
         *count += units[i].count;
     }
 fail:
-    for (int i = 0; units && i < nunits; i++) fr_bufpool_give(t->client->encoded, &units[i].records);
+    for (int i = 0; units && i < nunits; i++)
+        fr_bufpool_give(t->client->encoded, &units[i].records);
     fr_free(units);
     fr_free(unit_ops);
     fr_free(order);

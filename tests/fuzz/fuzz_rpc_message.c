@@ -195,7 +195,8 @@ static void fz_lookup_in_place(const fr_rpc_frame *f, int rc, const ProtobufCMes
     fr_error err;
     if (fr_rpc_lookup_unpack(&mine_f, block, f->body_len, &mine, &err) != 0) return;
     if (rc != 0 || !fz_lookup_same(mine, (const Firth__LookupResponse *)m, block, f->body_len)) {
-        fprintf(stderr, "fuzz_rpc_message: lookup unpacked in place differs (protobuf-c: %d)\n", rc);
+        fprintf(stderr, "fuzz_rpc_message: lookup unpacked in place differs (protobuf-c: %d)\n",
+                rc);
         abort();
     }
     size_t cap;

@@ -1704,7 +1704,8 @@ static void tm_random_lookup(tm_lookup *l)
         b->error = tm_random_error(&l->err[k], l->msg[k], sizeof l->msg[k]);
         b->n_found = tm_next() % 10;
         b->found = l->found[k];
-        for (size_t j = 0; j < b->n_found; j++) l->found[k][j] = (protobuf_c_boolean)(tm_next() % 2);
+        for (size_t j = 0; j < b->n_found; j++)
+            l->found[k][j] = (protobuf_c_boolean)(tm_next() % 2);
         b->rows.len = tm_next() % sizeof l->rows[k];
         for (size_t j = 0; j < b->rows.len; j++) l->rows[k][j] = (uint8_t)tm_next();
         b->rows.data = l->rows[k];
@@ -1758,7 +1759,8 @@ static void test_lookup_in_place(void **state)
             fr_error e1 = {0}, e2 = {0};
             int rc1 = fr_rpc_response_unpack(FR_RPC_LOOKUP, &f, &theirs, &e1);
             int rc2 = fr_rpc_lookup_unpack(&f, block, body.len ? body.len + 16 : 0, &mine, &e2);
-            bool same = rc1 == 0 && rc2 == 0 && tm_same_lookup((Firth__LookupResponse *)theirs, mine);
+            bool same = rc1 == 0 && rc2 == 0 &&
+                        tm_same_lookup((Firth__LookupResponse *)theirs, mine);
             tm_in_place_verdict(seed, round, rc1, rc2, &e1, &e2, same, &both, &refused_more);
             if (rc2 != 0) assert_null(mine);
             for (size_t k = 0; rc2 == 0 && k < mine->n_buckets; k++) {
