@@ -127,7 +127,7 @@ uint8_t *fr_buf_steal(fr_buf *b, size_t *len);
 typedef struct fr_bufpool fr_bufpool;
 fr_bufpool *fr_bufpool_new(size_t keep_bytes); /* NULL when out of memory */
 void fr_bufpool_free(fr_bufpool *p);
-void fr_bufpool_take(fr_bufpool *p, fr_buf *out); /* out: empty, with memory when one was kept */
+void fr_bufpool_take(fr_bufpool *p, fr_buf *out); /* out: empty, the largest kept, if any */
 void fr_bufpool_give(fr_bufpool *p, fr_buf *b);   /* b is empty afterwards */
 size_t fr_bufpool_kept_bytes(fr_bufpool *p);      /* the capacity held now */
 

@@ -118,14 +118,19 @@ void fr_bufpool_free(fr_bufpool *p)
     fr_free(p);
 }
 
-/* The buffer given back last: the one most likely still in the cache. */
+/* The largest buffer kept, so that what is written into it grows it the least (a pool of
+ * received frames also holds the small copies of small frames). */
 void fr_bufpool_take(fr_bufpool *p, fr_buf *out)
 {
     fr_buf_init(out);
     if (!p) return;
     pthread_mutex_lock(&p->mu);
     if (p->n > 0) {
-        *out = p->slots[--p->n];
+        int best = 0;
+        for (int i = 1; i < p->n; i++)
+            if (p->slots[i].cap > p->slots[best].cap) best = i;
+        *out = p->slots[best];
+        p->slots[best] = p->slots[--p->n];
         p->kept_bytes -= out->cap;
     }
     pthread_mutex_unlock(&p->mu);

@@ -260,8 +260,8 @@ static void test_buf_alloc_failure(void **state)
     fr_buf_free(&b);
 }
 
-/* A pool hands back the memory given to it, empty, newest first, and keeps no more than its
- * byte budget and its slots; a NULL pool keeps nothing. */
+/* A pool hands back the memory given to it, empty, largest first, and keeps no more than
+ * its byte budget and its slots; a NULL pool keeps nothing. */
 static void test_bufpool(void **state)
 {
     (void)state;
@@ -298,6 +298,24 @@ static void test_bufpool(void **state)
     p = fr_bufpool_new(1 << 20);
     for (int i = 0; i < FR_BUFPOOL_SLOTS + 2; i++) fr_bufpool_give(p, &many[i]);
     assert_int_equal(fr_bufpool_kept_bytes(p), FR_BUFPOOL_SLOTS * 64);
+    fr_bufpool_free(p);
+
+    /* Largest first, whatever the order they came back in. */
+    p = fr_bufpool_new(1 << 20);
+    size_t sizes[3] = {100, 5000, 700};
+    for (int i = 0; i < 3; i++) {
+        fr_buf_init(&a);
+        assert_int_equal(fr_buf_append_zeros(&a, sizes[i], &err), 0);
+        fr_bufpool_give(p, &a);
+    }
+    size_t caps[3];
+    for (int i = 0; i < 3; i++) {
+        fr_bufpool_take(p, &a);
+        caps[i] = a.cap;
+        fr_buf_free(&a);
+    }
+    assert_true(caps[0] >= 5000 && caps[1] >= 700 && caps[1] < 5000 && caps[2] < 700);
+    assert_int_equal(fr_bufpool_kept_bytes(p), 0);
     fr_bufpool_free(p);
 
     fr_bufpool_take(NULL, &a);
