@@ -44,6 +44,7 @@ typedef struct np_config {
     const char *connect; /* HOST:PORT of the server */
     const char *dir;     /* scratch dir for dd */
     const char *out;
+    const char *samples; /* --samples: every latency sample, in arrival order, as TSV */
     int64_t mb;
     int64_t reps;
     int64_t producers;
@@ -451,6 +452,7 @@ typedef struct np_consumer {
     int64_t expect_rows;     /* set before stop; -1 while the producers run */
     int64_t rows;
     double *e2e_ms;
+    int64_t *sent_ns;        /* each sample's send time (for --samples) */
     int64_t cap, n;
     fr_error err;
     pthread_mutex_t lock;    /* guards expect_rows */
@@ -464,7 +466,10 @@ static int np_consume_result(np_consumer *c, firth_scan_result *r, fr_error *err
         const fr_column *col = fr_batch_column(b, c->stamp_only ? 0 : NP_STAMP_COLUMN);
         FR_CHECK(col && col->length > 0, FR_ECORRUPT, err, "a polled batch without rows");
         int64_t sent = ((const int64_t *)(const void *)col->values)[0];
-        if (c->n < c->cap) c->e2e_ms[c->n++] = (double)(now - sent) / 1e6;
+        if (c->n < c->cap) {
+            c->sent_ns[c->n] = sent;
+            c->e2e_ms[c->n++] = (double)(now - sent) / 1e6;
+        }
         c->rows += col->length;
     }
     return 0;
@@ -540,6 +545,23 @@ static void np_fsync_figures(const bk_fsync_hist *a, const bk_fsync_hist *b, np_
     res->srv_fsync_p99_ms = bk_fsync_hist_quantile(&d, 0.99);
 }
 
+/* Appends the run's samples to path as TSV: "e2e" lines in the consumer's arrival order
+ * and "ack" lines per producer, each with its send time from the start of the run (ms). */
+static int np_samples_write(const char *path, const char *codec, const np_shared *sh,
+                            np_producer *p, const np_consumer *c, fr_error *err)
+{
+    FILE *f = fopen(path, "a");
+    FR_CHECK(f, FR_EIO, err, "cannot open %s: %s", path, strerror(errno));
+    for (int64_t i = 0; i < c->n; i++)
+        fprintf(f, "%s\te2e\t%.3f\t%.3f\n", codec,
+                (double)(c->sent_ns[i] - sh->start_ns) / 1e6, c->e2e_ms[i]);
+    for (int i = 0; i < (int)sh->env->cfg->producers; i++)
+        for (int64_t k = 0; k < atomic_load(&p[i].calls); k++)
+            fprintf(f, "%s\tack\t%.3f\t%.3f\n", codec,
+                    (double)(p[i].sent_ns[k] - sh->start_ns) / 1e6, p[i].ack_ms[k]);
+    return fclose(f) == 0 ? 0 : fr_fail(err, FR_EIO, "cannot write %s", path);
+}
+
 /* One latency run at rate_mb_s logical MB/s into a fresh table, dropped afterwards. */
 static int np_run_latency(np_env *env, const char *codec, double rate_mb_s, np_lat *res,
                           fr_error *err)
@@ -566,11 +588,12 @@ static int np_run_latency(np_env *env, const char *codec, double rate_mb_s, np_l
     np_consumer c = {.table = qname, .expect_rows = -1, .stamp_only = cfg->stamp_only,
                      .cap = sh.calls_cap * cfg->producers * cfg->buckets};
     c.e2e_ms = fr_calloc((size_t)c.cap + 1, sizeof *c.e2e_ms);
+    c.sent_ns = fr_calloc((size_t)c.cap + 1, sizeof *c.sent_ns);
     double *acks = NULL;
     pthread_t ctid;
     pthread_mutex_init(&sh.lock, NULL);
     pthread_mutex_init(&c.lock, NULL);
-    int rc = c.e2e_ms ? 0 : fr_fail(err, FR_ENOMEM, "out of memory for latencies");
+    int rc = c.e2e_ms && c.sent_ns ? 0 : fr_fail(err, FR_ENOMEM, "out of memory for latencies");
     if (rc == 0) rc = np_producers_open(&sh, p, err);
     if (rc == 0) rc = bk_connect(cfg->connect, &c.client, err);
     if (rc == 0 && pthread_create(&ctid, NULL, np_consumer_main, &c) != 0)
@@ -602,6 +625,7 @@ static int np_run_latency(np_env *env, const char *codec, double rate_mb_s, np_l
         res->ack_p50_ms = bk_quantile(acks, (int)res->appends, 0.50);
         res->ack_p99_ms = bk_quantile(acks, (int)res->appends, 0.99);
     }
+    if (rc == 0 && cfg->samples) rc = np_samples_write(cfg->samples, codec, &sh, p, &c, err);
     if (rc == 0 && fsyncs) fsyncs = np_fsync_hist(cfg, name, &fs_after, &ferr) == 0;
     if (rc == 0 && fsyncs) np_fsync_figures(&fs_before, &fs_after, res);
     else if (rc == 0 && cfg->server_http)
@@ -612,6 +636,7 @@ static int np_run_latency(np_env *env, const char *codec, double rate_mb_s, np_l
     pthread_mutex_destroy(&c.lock);
     fr_free(acks);
     fr_free(c.e2e_ms);
+    fr_free(c.sent_ns);
     if (rc == 0) rc = np_drop(env, qname, err);
     return rc;
 }
@@ -628,7 +653,7 @@ static void np_usage(void)
             "          [--skip-disk]\n"
             "          [--api writer|produce] [--linger-ms MS] [--writer-batch-bytes N]\n"
             "          [--writer-buffer-bytes N] [--consumer-columns all|stamp]\n"
-            "          [--latency-rate-kb KB_PER_S]\n"
+            "          [--latency-rate-kb KB_PER_S] [--samples FILE.tsv]\n"
             "  Produces MIB MiB of 20-column rows per repetition to a firth server (which\n"
             "  should run with log.flush = append and its data dir on SCRATCH_DIR's file\n"
             "  system) and measures dd's fdatasync'd write speed in SCRATCH_DIR alongside;\n"
@@ -637,7 +662,9 @@ static void np_usage(void)
             "  the latency run at that many logical kB/s instead, to compare builds at one\n"
             "  rate (no maximum is measured and no end-to-end target reported then).\n"
             "  --server-http names the server's HTTP listener: its fsync histogram\n"
-            "  (/metrics) is read around each latency run and reported beside it.\n");
+            "  (/metrics) is read around each latency run and reported beside it.\n"
+            "  --samples appends every latency sample to FILE.tsv: codec, e2e or ack, the\n"
+            "  send time from the run's start and the latency, both in ms.\n");
 }
 
 static int np_parse_args(int argc, char **argv, np_config *cfg, fr_error *err)
@@ -653,6 +680,7 @@ static int np_parse_args(int argc, char **argv, np_config *cfg, fr_error *err)
         if (!strcmp(a, "--connect")) cfg->connect = v;
         else if (!strcmp(a, "--dir")) cfg->dir = v;
         else if (!strcmp(a, "--out")) cfg->out = v;
+        else if (!strcmp(a, "--samples")) cfg->samples = v;
         else if (!strcmp(a, "--mb")) FR_TRY(bk_arg_i64(a, v, 1, 1 << 20, &cfg->mb, err));
         else if (!strcmp(a, "--reps")) FR_TRY(bk_arg_i64(a, v, 1, BK_REPS_MAX, &cfg->reps, err));
         else if (!strcmp(a, "--producers"))
