@@ -51,8 +51,9 @@ typedef struct cnet_call {
 } cnet_call;
 
 /* The most capacity of received frames' buffers a connection keeps for the next frames: a
- * response being read while the one before is decoded, at the size the reader offers. */
-#define CNET_FRAMES_KEEP_BYTES (2u * FR_RPC_READ_LEARN_BYTES)
+ * response being read while two before it are decoded (a scanner's answer and the one it
+ * fetched ahead), each a little over the size the reader offers. */
+#define CNET_FRAMES_KEEP_BYTES (4u * FR_RPC_READ_LEARN_BYTES)
 
 struct fr_cnet {
     fr_cnet_options o;

@@ -224,8 +224,9 @@ int fr_rpc_write_error(fr_buf *out, int32_t request_id, Firth__ErrorCode code,
  * and one way to take frames: fr_rpc_reader_next, until it returns 0.
  *
  * Memory: an empty reader offers the size of the last whole frame (a read chunk at least,
- * FR_RPC_READ_LEARN_BYTES at most); the buffer grows with the frame being read (doubling,
- * up to 4 + its length) and never past 4 + frame_bytes_max; a length over the limit is
+ * FR_RPC_READ_LEARN_BYTES at most); the buffer grows with the frame being read (a reader
+ * of requests doubles it, up to 4 + its length; a reader of responses goes to 4 + its
+ * length at once) and never past 4 + frame_bytes_max; a length over the limit is
  * refused as soon as its four bytes arrive. When every byte has been taken, a buffer larger
  * than that offer is given back at the next space/feed, and fr_rpc_reader_trim gives back any buffer (for idle
  * connections). Space is 0 only when whole frames wait to be taken: a caller that stops

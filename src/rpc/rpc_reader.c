@@ -9,11 +9,14 @@
  * buffer that holds it whole, handed over by keep() without a copy, where a buffer grown by
  * doubling would copy what it held at every step.
  *
- * Invariants: cap <= 4 + frame_bytes_max (the largest frame there can be); the buffer grows
- * only when it is full and the frame being read is longer than it, or to the size of a
- * frame the peer has already sent whole (so the memory held is at most twice what the peer
- * has sent, or one read chunk); a length over the limit is refused before any byte of its
- * body is buffered; once failed, always failed. A reader given a pool takes its buffers
+ * Invariants: cap <= 4 + frame_bytes_max (the largest frame there can be); a reader of
+ * requests (a server's, facing any peer) grows its buffer only when it is full and the
+ * frame being read is longer than it, or to the size of a frame the peer has already sent
+ * whole (so the memory held is at most twice what the peer has sent, or one read chunk); a
+ * reader of responses (a client's) grows it to the frame's size as soon as it knows it, so
+ * that a large answer is copied at most once, while little of it has arrived; a length
+ * over the limit is refused before any byte of its body is buffered; once failed, always
+ * failed. A reader given a pool takes its buffers
  * from it and gives them back to it, so a buffer may be larger than these rules would make
  * it (an earlier frame's), up to the same 4 + frame_bytes_max. */
 #include "rpc/rpc.h"
@@ -58,24 +61,51 @@ static void fr_rpc_reader_release(fr_rpc_reader *r)
     r->cap = r->start = r->len = 0;
 }
 
-/* An empty reader's buffer of want bytes: one of the pool's when it is no larger than the
- * reader may hold, grown to want if it is smaller. */
+/* The pool's largest buffer when it holds want bytes and no more than the reader may hold
+ * (*b empty otherwise, the pool's buffer given back or, when too large, freed). */
+static void fr_rpc_reader_take_pooled(fr_rpc_reader *r, size_t want, fr_buf *b)
+{
+    fr_bufpool_take(r->pool, b);
+    if (b->cap > (size_t)r->frame_bytes_max + 4) fr_buf_free(b);
+    if (b->cap < want) fr_bufpool_give(r->pool, b);
+}
+
+/* An empty reader's buffer of want bytes: one of the pool's, or a new one. */
 static int fr_rpc_reader_alloc(fr_rpc_reader *r, size_t want)
 {
     fr_buf b;
-    fr_bufpool_take(r->pool, &b);
-    if (b.cap > (size_t)r->frame_bytes_max + 4) fr_buf_free(&b);
-    if (b.cap < want) {
-        uint8_t *p = fr_realloc(b.data, want);
-        if (!p) {
-            fr_buf_free(&b);
-            return FR_ENOMEM;
-        }
-        b.data = p;
+    fr_rpc_reader_take_pooled(r, want, &b);
+    if (!b.data) {
+        b.data = fr_malloc(want);
+        if (!b.data) return FR_ENOMEM;
         b.cap = want;
     }
     r->buf = b.data;
     r->cap = b.cap;
+    return 0;
+}
+
+/* Grows a non-empty reader's buffer to want bytes, keeping what it holds: into one of the
+ * pool's buffers when one is large enough (the old buffer goes to the pool), which spares
+ * touching fresh memory, else by realloc. */
+static int fr_rpc_reader_grow(fr_rpc_reader *r, size_t want)
+{
+    fr_buf b;
+    fr_rpc_reader_take_pooled(r, want, &b);
+    if (b.data) {
+        memcpy(b.data, r->buf + r->start, r->len - r->start);
+        fr_buf old = {.data = r->buf, .len = 0, .cap = r->cap};
+        fr_bufpool_give(r->pool, &old);
+        r->buf = b.data;
+        r->cap = b.cap;
+        r->len -= r->start;
+        r->start = 0;
+        return 0;
+    }
+    uint8_t *nb = fr_realloc(r->buf, want);
+    if (!nb) return FR_ENOMEM;
+    r->buf = nb;
+    r->cap = want;
     return 0;
 }
 
@@ -148,18 +178,16 @@ int fr_rpc_reader_space(fr_rpc_reader *r, uint8_t **p, size_t *n, fr_error *err)
     size_t want = r->cap;
     if (r->cap == 0) {
         want = r->learned;
+    } else if (known && total > r->cap && r->dir == FR_RPC_RESPONSE) {
+        want = total; /* a reader of responses trusts the length of its server's frame */
     } else if (r->len == r->cap && known && total > r->len) {
         /* Full in the middle of a frame longer than the buffer: double, up to the frame. */
         want = r->cap * 2 < total ? r->cap * 2 : total;
     }
     if (want > r->cap) {
-        uint8_t *nb = r->cap == 0 ? NULL : fr_realloc(r->buf, want);
-        if (nb) {
-            r->buf = nb;
-            r->cap = want;
-        } else if (r->cap > 0 || fr_rpc_reader_alloc(r, want) < 0) {
+        int rc = r->cap == 0 ? fr_rpc_reader_alloc(r, want) : fr_rpc_reader_grow(r, want);
+        if (rc < 0)
             return fr_fail(err, FR_ENOMEM, "out of memory for a frame buffer of %zu bytes", want);
-        }
     }
     assert(r->cap <= (size_t)r->frame_bytes_max + 4);
     *p = r->buf + r->len;

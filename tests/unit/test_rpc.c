@@ -546,6 +546,57 @@ static void test_reader_pool(void **state)
     fr_free(frame);
 }
 
+/* A reader of responses grows to a frame's size as soon as its length is known, into a
+ * pooled buffer when one is large enough, keeping the bytes it had, and not again after. */
+static void test_reader_response_growth(void **state)
+{
+    (void)state;
+    const size_t body = 40 * FR_RPC_READ_CHUNK_BYTES + 5;
+    const size_t total = FR_RPC_RESPONSE_HEADER_BYTES + body;
+    fr_error err;
+    fr_bufpool *pool = fr_bufpool_new(2 * total);
+    fr_buf spare = {.data = fr_malloc(total + 100), .len = 0, .cap = total + 100};
+    uint8_t *spare_data = spare.data;
+    assert_non_null(spare_data);
+    fr_bufpool_give(pool, &spare);
+    fr_rpc_reader *r;
+    assert_int_equal(fr_rpc_reader_new(FR_RPC_RESPONSE, 8 << 20, &r, &err), 0);
+    uint8_t *frame = fr_calloc(1, total);
+    assert_non_null(frame);
+    assert_int_equal(fr_rpc_response_header_encode(frame, FR_RPC_SUCCESS, 5, body, 8 << 20, &err),
+                     0);
+    for (size_t i = 0; i < body; i++) frame[FR_RPC_RESPONSE_HEADER_BYTES + i] = (uint8_t)(i * 7);
+    /* The first read, before the pool is set: a chunk. */
+    size_t used;
+    assert_int_equal(fr_rpc_reader_feed(r, frame, 1000, &used, &err), 0);
+    assert_int_equal(fr_rpc_reader_capacity(r), FR_RPC_READ_CHUNK_BYTES);
+    fr_rpc_reader_set_pool(r, pool);
+    uint8_t *p;
+    size_t room;
+    assert_int_equal(fr_rpc_reader_space(r, &p, &room, &err), 0);
+    assert_int_equal(fr_rpc_reader_capacity(r), total + 100); /* the pool's buffer */
+    assert_ptr_equal(p, spare_data + 1000);
+    assert_int_equal(fr_rpc_reader_feed(r, frame + 1000, total - 1000, &used, &err), 0);
+    assert_int_equal(used, total - 1000);
+    assert_int_equal(fr_rpc_reader_capacity(r), total + 100);
+    fr_rpc_frame f;
+    assert_int_equal(fr_rpc_reader_next(r, &f, &err), 1);
+    assert_int_equal(f.body_len, body);
+    assert_memory_equal(f.body, frame + FR_RPC_RESPONSE_HEADER_BYTES, body);
+    /* Without a pooled buffer: grown once, to the frame, by realloc. */
+    fr_rpc_reader_trim(r);
+    fr_rpc_reader_set_pool(r, NULL);
+    assert_int_equal(fr_rpc_reader_feed(r, frame, 1000, &used, &err), 0);
+    assert_int_equal(fr_rpc_reader_space(r, &p, &room, &err), 0);
+    assert_int_equal(fr_rpc_reader_capacity(r), total);
+    assert_int_equal(fr_rpc_reader_feed(r, frame + 1000, total - 1000, &used, &err), 0);
+    assert_int_equal(fr_rpc_reader_next(r, &f, &err), 1);
+    assert_memory_equal(f.body, frame + FR_RPC_RESPONSE_HEADER_BYTES, body);
+    fr_rpc_reader_free(r);
+    fr_bufpool_free(pool);
+    fr_free(frame);
+}
+
 static void test_reader_bad_lengths(void **state)
 {
     (void)state;
@@ -655,7 +706,7 @@ int main(void)
         cmocka_unit_test(test_reader_random_chunks),  cmocka_unit_test(test_reader_waiting_frames),
         cmocka_unit_test(test_reader_memory),         cmocka_unit_test(test_reader_learns_frame_size),
         cmocka_unit_test(test_reader_bad_lengths),    cmocka_unit_test(test_reader_pool),
-        cmocka_unit_test(test_reader_responses),
+        cmocka_unit_test(test_reader_responses),      cmocka_unit_test(test_reader_response_growth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
