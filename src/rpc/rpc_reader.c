@@ -70,14 +70,20 @@ static void fr_rpc_reader_take_pooled(fr_rpc_reader *r, size_t want, fr_buf *b)
     if (b->cap < want) fr_bufpool_give(r->pool, b);
 }
 
-/* An empty reader's buffer of want bytes: one of the pool's, or a new one. */
+/* An empty reader's buffer of want bytes: one of the pool's when it is no larger than the
+ * reader may hold, grown to want if it is smaller (its pages mostly touched already). */
 static int fr_rpc_reader_alloc(fr_rpc_reader *r, size_t want)
 {
     fr_buf b;
-    fr_rpc_reader_take_pooled(r, want, &b);
-    if (!b.data) {
-        b.data = fr_malloc(want);
-        if (!b.data) return FR_ENOMEM;
+    fr_bufpool_take(r->pool, &b);
+    if (b.cap > (size_t)r->frame_bytes_max + 4) fr_buf_free(&b);
+    if (b.cap < want) {
+        uint8_t *p = fr_realloc(b.data, want);
+        if (!p) {
+            fr_buf_free(&b);
+            return FR_ENOMEM;
+        }
+        b.data = p;
         b.cap = want;
     }
     r->buf = b.data;
