@@ -16,9 +16,9 @@
  * reader of responses (a client's) grows it to the frame's size as soon as it knows it, so
  * that a large answer is copied at most once, while little of it has arrived; a length
  * over the limit is refused before any byte of its body is buffered; once failed, always
- * failed. A reader given a pool takes its buffers
- * from it and gives them back to it, so a buffer may be larger than these rules would make
- * it (an earlier frame's), up to the same 4 + frame_bytes_max. */
+ * failed. A reader given a pool takes its buffers from it and gives them back to it, so a
+ * buffer may be larger than these rules would make it (an earlier frame's), up to the same
+ * 4 + frame_bytes_max. */
 #include "rpc/rpc.h"
 
 #include <assert.h>
