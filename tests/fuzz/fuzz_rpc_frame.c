@@ -1,6 +1,8 @@
 /* fuzz_rpc_frame.c — the incremental frame reader on an arbitrary byte stream. The first
  * byte chooses: bit 7 the direction (response frames), bits 0-6 the frame limit (1 KiB
- * plus that many KiB) and the seed of the chunk sizes the stream is cut into. Bytes go in
+ * plus that many KiB) and the seed of the chunk sizes the stream is cut into; with bit 6
+ * set the reader takes its buffers from a pool, and each frame's body is kept and given
+ * back to it, as a client does. Bytes go in
  * through feed and through space/commit in turn; every frame taken must lie inside what
  * was given, match its length, and, decoded again on its own, give the same header; its
  * body is unpacked as the message its header names. The reader must never hold more than
@@ -30,6 +32,20 @@ static void fz_check_frame(const fr_rpc_frame *f, int64_t max)
     }
 }
 
+/* Keeps the frame's body, as a client does with an answer, checks it, and gives its block
+ * back to the pool the reader takes its buffers from. */
+static void fz_keep_and_give(fr_rpc_reader *r, fr_bufpool *pool, const fr_rpc_frame *f)
+{
+    uint8_t first = f->body[0], last = f->body[f->body_len - 1];
+    uint8_t *body = NULL;
+    uint8_t *block = fr_rpc_reader_keep(r, f, &body);
+    if (!block) return; /* out of memory for a copy */
+    if (body < block || body[0] != first || body[f->body_len - 1] != last) abort();
+    fr_buf b = {.data = block, .len = 0, .cap = fr_rpc_reader_kept_cap(r)};
+    if (b.cap < (size_t)(body - block) + f->body_len) abort();
+    fr_bufpool_give(pool, &b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1) return 0;
@@ -41,6 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fr_error err;
     fr_rpc_reader *r;
     if (fr_rpc_reader_new(dir, max, &r, &err) != 0) abort();
+    fr_bufpool *pool = (seed & 0x40) ? fr_bufpool_new(4 * ((size_t)max + 4)) : NULL;
+    fr_rpc_reader_set_pool(r, pool);
     size_t at = 0;
     int failed = 0;
     bool via_space = false;
@@ -67,7 +85,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (fr_rpc_reader_capacity(r) > (size_t)max + 4) abort();
         fr_rpc_frame f;
         int rc;
-        while (!failed && (rc = fr_rpc_reader_next(r, &f, &err)) == 1) fz_check_frame(&f, max);
+        while (!failed && (rc = fr_rpc_reader_next(r, &f, &err)) == 1) {
+            fz_check_frame(&f, max);
+            if (pool && f.body_len > 0) fz_keep_and_give(r, pool, &f);
+        }
         if (!failed && rc < 0) failed = rc;
     }
     if (failed) {
@@ -78,5 +99,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (fr_rpc_reader_feed(r, data, size, &used, &err) != failed) abort();
     }
     fr_rpc_reader_free(r);
+    fr_bufpool_free(pool);
     return 0;
 }
