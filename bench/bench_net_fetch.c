@@ -355,10 +355,7 @@ int main(int argc, char **argv)
     static nf_times tms[NF_CODECS_MAX];
     firth_client *c = NULL;
     int rc;
-    /* A client moving hundreds of MB/s does what docs/CLIENT.md ("Threads and memory")
-     * advises such a program to do, as the firth command does: its allocator keeps freed
-     * memory. The peers' clients do the same, so that both sides run alike. */
-    fr_alloc_tune_for_throughput();
+    bk_client_process_init();
     if (nf_parse_args(argc, argv, &cfg, &err) < 0) {
         fprintf(stderr, "bench_net_fetch: %s\n", err.msg);
         nf_usage();

@@ -594,10 +594,7 @@ int main(int argc, char **argv)
     static pk_shared sh;
     pk_phase up = {0}, look = {0};
     int rc;
-    /* A client moving hundreds of MB/s does what docs/CLIENT.md ("Threads and memory")
-     * advises such a program to do, as the firth command does: its allocator keeps freed
-     * memory. The peers' clients do the same, so that both sides run alike. */
-    fr_alloc_tune_for_throughput();
+    bk_client_process_init();
     if (argc > 1 && !strcmp(argv[1], "--combine")) return pk_combine_main(argc, argv);
     if (pk_parse_args(argc, argv, &cfg, &err) < 0) {
         fprintf(stderr, "bench_net_pk: %s\n", err.msg);

@@ -1022,10 +1022,7 @@ int main(int argc, char **argv)
     double dd[BK_REPS_MAX] = {0};
     char dd_rate[BK_REPS_MAX][32] = {{0}};
     int rc;
-    /* A client moving hundreds of MB/s does what docs/CLIENT.md ("Threads and memory")
-     * advises such a program to do, as the firth command does: its allocator keeps freed
-     * memory. The peers' clients do the same, so that both sides run alike. */
-    fr_alloc_tune_for_throughput();
+    bk_client_process_init();
     if (np_parse_args(argc, argv, &cfg, &err) < 0) {
         fprintf(stderr, "bench_net_produce: %s\n", err.msg);
         np_usage();

@@ -676,3 +676,8 @@ double bk_fsync_hist_quantile(const bk_fsync_hist *h, double q)
         if ((double)h->cum[k] >= q * (double)total) return h->le_ms[k];
     return INFINITY;
 }
+
+void bk_client_process_init(void)
+{
+    fr_alloc_tune_for_throughput();
+}

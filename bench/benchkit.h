@@ -21,6 +21,12 @@
 #define BK_STRING_BYTES_MAX 200
 #define BK_REPS_MAX 64
 
+/* For the network benchmarks and their peers' clients, first thing in main: a client
+ * moving hundreds of MB/s does what docs/CLIENT.md ("Threads and memory") advises such a
+ * program to do, as the firth command does (its allocator keeps freed memory), and the
+ * peers' clients do the same, so that both sides run alike. */
+void bk_client_process_init(void);
+
 /* xorshift64*: a small deterministic generator (not for anything but test data). */
 typedef struct bk_rng {
     uint64_t state;

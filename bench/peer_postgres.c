@@ -380,10 +380,7 @@ int main(int argc, char **argv)
     double up_s = 0, look_s = 0;
     char version[64] = "?";
     int rc;
-    /* A client moving hundreds of MB/s does what docs/CLIENT.md ("Threads and memory")
-     * advises such a program to do, as the firth command does: its allocator keeps freed
-     * memory. The peers' clients do the same, so that both sides run alike. */
-    fr_alloc_tune_for_throughput();
+    bk_client_process_init();
     if (pg_parse_args(argc, argv, &cfg, &err) < 0) {
         fprintf(stderr, "peer_postgres: %s\n", err.msg);
         pg_usage();

@@ -243,10 +243,7 @@ int main(int argc, char **argv)
     redisContext *redis = NULL;
     double secs[BK_REPS_MAX], cpu[BK_REPS_MAX], scpu[BK_REPS_MAX];
     int code;
-    /* A client moving hundreds of MB/s does what docs/CLIENT.md ("Threads and memory")
-     * advises such a program to do, as the firth command does: its allocator keeps freed
-     * memory. The peers' clients do the same, so that both sides run alike. */
-    fr_alloc_tune_for_throughput();
+    bk_client_process_init();
     if (rs_parse_args(argc, argv, &cfg, &err) < 0) {
         fprintf(stderr, "peer_redis_streams: %s\n", err.msg);
         rs_usage();

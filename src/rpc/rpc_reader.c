@@ -61,13 +61,11 @@ static void fr_rpc_reader_release(fr_rpc_reader *r)
     r->cap = r->start = r->len = 0;
 }
 
-/* The pool's largest buffer when it holds want bytes and no more than the reader may hold
- * (*b empty otherwise, the pool's buffer given back or, when too large, freed). */
-static void fr_rpc_reader_take_pooled(fr_rpc_reader *r, size_t want, fr_buf *b)
+/* The pool's largest buffer, or none (*b empty) when it holds more than the reader may. */
+static void fr_rpc_reader_take(fr_rpc_reader *r, fr_buf *b)
 {
     fr_bufpool_take(r->pool, b);
     if (b->cap > (size_t)r->frame_bytes_max + 4) fr_buf_free(b);
-    if (b->cap < want) fr_bufpool_give(r->pool, b);
 }
 
 /* An empty reader's buffer of want bytes: one of the pool's when it is no larger than the
@@ -75,8 +73,7 @@ static void fr_rpc_reader_take_pooled(fr_rpc_reader *r, size_t want, fr_buf *b)
 static int fr_rpc_reader_alloc(fr_rpc_reader *r, size_t want)
 {
     fr_buf b;
-    fr_bufpool_take(r->pool, &b);
-    if (b.cap > (size_t)r->frame_bytes_max + 4) fr_buf_free(&b);
+    fr_rpc_reader_take(r, &b);
     if (b.cap < want) {
         uint8_t *p = fr_realloc(b.data, want);
         if (!p) {
@@ -97,7 +94,8 @@ static int fr_rpc_reader_alloc(fr_rpc_reader *r, size_t want)
 static int fr_rpc_reader_grow(fr_rpc_reader *r, size_t want)
 {
     fr_buf b;
-    fr_rpc_reader_take_pooled(r, want, &b);
+    fr_rpc_reader_take(r, &b);
+    if (b.cap < want) fr_bufpool_give(r->pool, &b); /* too small: back, and b is empty */
     if (b.data) {
         memcpy(b.data, r->buf + r->start, r->len - r->start);
         fr_buf old = {.data = r->buf, .len = 0, .cap = r->cap};
