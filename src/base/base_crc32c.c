@@ -8,7 +8,15 @@
  * into three lanes whose CRCs are computed side by side and then joined: the CRC register
  * is linear over GF(2), so the register after lane A then lane B is the register after A
  * advanced over len(B) zero bytes, xored with B's register computed from 0. Advancing over
- * a fixed number of zero bytes is a 32x32 bit matrix, applied through four byte tables. */
+ * a fixed number of zero bytes is a 32x32 bit matrix, applied through four byte tables.
+ *
+ * Some CPUs (AMD's Zen 2, for one) start a crc32 only every few cycles, lanes or not. Where
+ * the CPU has carry-less multiplication (PCLMULQDQ), long buffers are folded instead: four
+ * 128-bit accumulators walk the buffer 64 bytes at a time, each step multiplying an
+ * accumulator's two halves by x^(512+32) and x^(512-32) modulo the polynomial (bit
+ * reflected), which moves its remainder 512 bits on while keeping it 128 bits wide. The
+ * four are then folded into one (the same with 128 bits), and the crc32 instruction
+ * finishes the last 16 bytes and the tail. */
 #include "base/base.h"
 
 #include <pthread.h>
@@ -134,6 +142,56 @@ __attribute__((target("sse4.2"))) static uint64_t fr_crc32c_lanes(uint64_t c, co
     return c;
 }
 
+#include <wmmintrin.h>
+
+/* The folding constants: x^(512+32), x^(512-32), x^(128+32) and x^(128-32) modulo the
+ * polynomial, bit reflected and shifted left by one (a reflected product comes out one bit
+ * short). Each pair sits low lane first, as _mm_clmulepi64_si128 takes them. */
+#define FR_CRC32C_K512_LO 0x740eef02ull
+#define FR_CRC32C_K512_HI 0x9e4addf8ull
+#define FR_CRC32C_K128_LO 0xf20c0dfeull
+#define FR_CRC32C_K128_HI 0x14cd00bd6ull
+#define FR_CRC32C_FOLD_MIN 256 /* shorter buffers go to the lanes and the plain loop */
+
+__attribute__((target("sse4.2,pclmul"))) static inline __m128i fr_crc32c_fold1(__m128i x,
+                                                                              __m128i k,
+                                                                              __m128i next)
+{
+    __m128i lo = _mm_clmulepi64_si128(x, k, 0x00);
+    __m128i hi = _mm_clmulepi64_si128(x, k, 0x11);
+    return _mm_xor_si128(_mm_xor_si128(lo, hi), next);
+}
+
+/* Folds 64-byte blocks while they last (*n >= 64 on entry); returns the register after
+ * them, *p and *n moved past them. The register c enters as an xor into the first bytes. */
+__attribute__((target("sse4.2,pclmul"))) static uint64_t fr_crc32c_folded(uint64_t c,
+                                                                         const uint8_t **p,
+                                                                         size_t *n)
+{
+    const uint8_t *q = *p;
+    __m128i x0 = _mm_loadu_si128((const __m128i *)q);
+    __m128i x1 = _mm_loadu_si128((const __m128i *)(q + 16));
+    __m128i x2 = _mm_loadu_si128((const __m128i *)(q + 32));
+    __m128i x3 = _mm_loadu_si128((const __m128i *)(q + 48));
+    x0 = _mm_xor_si128(x0, _mm_cvtsi32_si128((int)(uint32_t)c));
+    const __m128i k512 = _mm_set_epi64x((long long)FR_CRC32C_K512_HI, (long long)FR_CRC32C_K512_LO);
+    const __m128i k128 = _mm_set_epi64x((long long)FR_CRC32C_K128_HI, (long long)FR_CRC32C_K128_LO);
+    for (q += 64, *n -= 64; *n >= 64; q += 64, *n -= 64) {
+        x0 = fr_crc32c_fold1(x0, k512, _mm_loadu_si128((const __m128i *)q));
+        x1 = fr_crc32c_fold1(x1, k512, _mm_loadu_si128((const __m128i *)(q + 16)));
+        x2 = fr_crc32c_fold1(x2, k512, _mm_loadu_si128((const __m128i *)(q + 32)));
+        x3 = fr_crc32c_fold1(x3, k512, _mm_loadu_si128((const __m128i *)(q + 48)));
+    }
+    x0 = fr_crc32c_fold1(x0, k128, x1);
+    x0 = fr_crc32c_fold1(x0, k128, x2);
+    x0 = fr_crc32c_fold1(x0, k128, x3);
+    *p = q;
+    uint64_t r = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(x0));
+    return _mm_crc32_u64(r, (uint64_t)_mm_extract_epi64(x0, 1));
+}
+
+static int fr_crc32c_have_fold; /* written once under fr_crc32c_once */
+
 __attribute__((target("sse4.2"))) static uint32_t fr_crc32c_hw(uint32_t crc, const uint8_t *p,
                                                                size_t n)
 {
@@ -142,6 +200,7 @@ __attribute__((target("sse4.2"))) static uint32_t fr_crc32c_hw(uint32_t crc, con
         c = _mm_crc32_u8((uint32_t)c, *p++);
         n--;
     }
+    if (fr_crc32c_have_fold && n >= FR_CRC32C_FOLD_MIN) c = fr_crc32c_folded(c, &p, &n);
     c = fr_crc32c_lanes(c, &p, &n, FR_CRC32C_LONG, fr_crc32c_long);
     c = fr_crc32c_lanes(c, &p, &n, FR_CRC32C_SHORT, fr_crc32c_short);
     while (n >= 8) {
@@ -160,6 +219,7 @@ static void fr_crc32c_init(void)
     fr_crc32c_init_tables();
     __builtin_cpu_init();
     fr_crc32c_have_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+    fr_crc32c_have_fold = fr_crc32c_have_hw && __builtin_cpu_supports("pclmul");
 }
 #else
 static const int fr_crc32c_have_hw = 0;

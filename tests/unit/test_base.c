@@ -399,7 +399,9 @@ static void test_crc32c_long(void **state)
     uint8_t *data = malloc(MAX + 8);
     assert_non_null(data);
     for (size_t i = 0; i < MAX + 8; i++) data[i] = (uint8_t)(i * 131 + (i >> 7));
-    const size_t edges[] = { 3 * 256, 3 * 8192, 2 * 3 * 8192, 3 * 8192 + 3 * 256 };
+    /* The lanes' block sizes, and the folding's: 256 bytes to start, then 64 at a time. */
+    const size_t edges[] = { 256, 256 + 64, 1024 + 32, 3 * 256, 3 * 8192, 2 * 3 * 8192,
+                             3 * 8192 + 3 * 256 };
     for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++)
         for (size_t n = edges[e] - 9; n <= edges[e] + 9 && n <= MAX; n++)
             for (size_t off = 0; off < 8; off += 3)
