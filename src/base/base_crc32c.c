@@ -48,13 +48,12 @@ static void gf2_mul(uint32_t *out, const uint32_t *a, const uint32_t *b)
     for (int i = 0; i < 32; i++) out[i] = gf2_times(a, b[i]);
 }
 
-/* The tables applying n zero bytes to a register, a byte of the register per table. The
- * operator for one zero bit shifts the register right and folds the polynomial in; squared
- * three times it is the operator for a byte, and n bytes take the product of its powers
- * 2^k for the bits k of n. */
-static void fr_crc32c_zeros_tables(uint32_t t[4][256], size_t n)
+/* acc = the operator applying n zero bytes to a register. The operator for one zero bit
+ * shifts the register right and folds the polynomial in; squared three times it is the
+ * operator for a byte, and n bytes take the product of its powers 2^k for the bits k of n. */
+static void fr_crc32c_zeros(uint32_t acc[32], size_t n)
 {
-    uint32_t op[32], acc[32], tmp[32];
+    uint32_t op[32], tmp[32];
     op[0] = FR_CRC32C_POLY;
     for (int i = 1; i < 32; i++) op[i] = 1u << (i - 1);
     for (int k = 0; k < 3; k++) {
@@ -65,11 +64,18 @@ static void fr_crc32c_zeros_tables(uint32_t t[4][256], size_t n)
     for (; n; n >>= 1) {
         if (n & 1) {
             gf2_mul(tmp, op, acc);
-            memcpy(acc, tmp, sizeof acc);
+            memcpy(acc, tmp, sizeof tmp);
         }
         gf2_mul(tmp, op, op);
         memcpy(op, tmp, sizeof op);
     }
+}
+
+/* The tables applying n zero bytes to a register, a byte of the register per table. */
+static void fr_crc32c_zeros_tables(uint32_t t[4][256], size_t n)
+{
+    uint32_t acc[32];
+    fr_crc32c_zeros(acc, n);
     for (uint32_t b = 0; b < 256; b++)
         for (int k = 0; k < 4; k++) t[k][b] = gf2_times(acc, b << (8 * k));
 }
@@ -114,6 +120,7 @@ static uint32_t fr_crc32c_sw(uint32_t crc, const uint8_t *p, size_t n)
 
 #if defined(__x86_64__)
 #include <nmmintrin.h>
+#include <wmmintrin.h>
 
 static uint32_t fr_crc32c_shift(const uint32_t t[4][256], uint32_t crc)
 {
@@ -142,16 +149,21 @@ __attribute__((target("sse4.2"))) static uint64_t fr_crc32c_lanes(uint64_t c, co
     return c;
 }
 
-#include <wmmintrin.h>
-
-/* The folding constants: x^(512+32), x^(512-32), x^(128+32) and x^(128-32) modulo the
- * polynomial, bit reflected and shifted left by one (a reflected product comes out one bit
- * short). Each pair sits low lane first, as _mm_clmulepi64_si128 takes them. */
-#define FR_CRC32C_K512_LO 0x740eef02ull
-#define FR_CRC32C_K512_HI 0x9e4addf8ull
-#define FR_CRC32C_K128_LO 0xf20c0dfeull
-#define FR_CRC32C_K128_HI 0x14cd00bd6ull
 #define FR_CRC32C_FOLD_MIN 256 /* shorter buffers go to the lanes and the plain loop */
+
+/* The folding constants, built once: x^(512+32), x^(512-32), x^(128+32) and x^(128-32)
+ * modulo the polynomial, bit reflected and shifted left by one (a reflected product comes
+ * out one bit short), in that order. */
+static uint64_t fr_crc32c_fold_k[4];
+
+/* x^(8 * bytes) modulo the polynomial as a reflected register: the register holding 1
+ * (its top bit) advanced over that many zero bytes. */
+static uint64_t fr_crc32c_fold_constant(size_t bytes)
+{
+    uint32_t acc[32];
+    fr_crc32c_zeros(acc, bytes);
+    return (uint64_t)gf2_times(acc, 0x80000000u) << 1;
+}
 
 __attribute__((target("sse4.2,pclmul"))) static inline __m128i fr_crc32c_fold1(__m128i x,
                                                                               __m128i k,
@@ -174,8 +186,10 @@ __attribute__((target("sse4.2,pclmul"))) static uint64_t fr_crc32c_folded(uint64
     __m128i x2 = _mm_loadu_si128((const __m128i *)(q + 32));
     __m128i x3 = _mm_loadu_si128((const __m128i *)(q + 48));
     x0 = _mm_xor_si128(x0, _mm_cvtsi32_si128((int)(uint32_t)c));
-    const __m128i k512 = _mm_set_epi64x((long long)FR_CRC32C_K512_HI, (long long)FR_CRC32C_K512_LO);
-    const __m128i k128 = _mm_set_epi64x((long long)FR_CRC32C_K128_HI, (long long)FR_CRC32C_K128_LO);
+    /* Each pair low lane first, as _mm_clmulepi64_si128 takes them. */
+    const uint64_t *k = fr_crc32c_fold_k;
+    const __m128i k512 = _mm_set_epi64x((long long)k[1], (long long)k[0]);
+    const __m128i k128 = _mm_set_epi64x((long long)k[3], (long long)k[2]);
     for (q += 64, *n -= 64; *n >= 64; q += 64, *n -= 64) {
         x0 = fr_crc32c_fold1(x0, k512, _mm_loadu_si128((const __m128i *)q));
         x1 = fr_crc32c_fold1(x1, k512, _mm_loadu_si128((const __m128i *)(q + 16)));
@@ -200,9 +214,12 @@ __attribute__((target("sse4.2"))) static uint32_t fr_crc32c_hw(uint32_t crc, con
         c = _mm_crc32_u8((uint32_t)c, *p++);
         n--;
     }
-    if (fr_crc32c_have_fold && n >= FR_CRC32C_FOLD_MIN) c = fr_crc32c_folded(c, &p, &n);
-    c = fr_crc32c_lanes(c, &p, &n, FR_CRC32C_LONG, fr_crc32c_long);
-    c = fr_crc32c_lanes(c, &p, &n, FR_CRC32C_SHORT, fr_crc32c_short);
+    if (fr_crc32c_have_fold && n >= FR_CRC32C_FOLD_MIN) {
+        c = fr_crc32c_folded(c, &p, &n); /* leaves fewer than 64 bytes */
+    } else {
+        c = fr_crc32c_lanes(c, &p, &n, FR_CRC32C_LONG, fr_crc32c_long);
+        c = fr_crc32c_lanes(c, &p, &n, FR_CRC32C_SHORT, fr_crc32c_short);
+    }
     while (n >= 8) {
         c = _mm_crc32_u64(c, fr_get_u64le(p));
         p += 8;
@@ -220,6 +237,8 @@ static void fr_crc32c_init(void)
     __builtin_cpu_init();
     fr_crc32c_have_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
     fr_crc32c_have_fold = fr_crc32c_have_hw && __builtin_cpu_supports("pclmul");
+    const size_t k_bytes[4] = {(512 + 32) / 8, (512 - 32) / 8, (128 + 32) / 8, (128 - 32) / 8};
+    for (int i = 0; i < 4; i++) fr_crc32c_fold_k[i] = fr_crc32c_fold_constant(k_bytes[i]);
 }
 #else
 static const int fr_crc32c_have_hw = 0;
