@@ -614,6 +614,8 @@ static int np_run_latency(np_env *env, const char *codec, double rate_mb_s, np_l
         if (rc == 0 && (!acks || nacks == 0 || c.n == 0))
             rc = fr_fail(err, FR_ESTATE, "no record reached the consumer");
     }
+    /* Before the quantiles, which sort the latencies in place. */
+    if (rc == 0 && cfg->samples) rc = np_samples_write(cfg->samples, codec, &sh, p, &c, err);
     if (rc == 0) {
         res->target_mb_s = rate_mb_s;
         res->achieved_mb_s = (double)res->appends * (double)env->lat_batch_logical /
@@ -625,7 +627,6 @@ static int np_run_latency(np_env *env, const char *codec, double rate_mb_s, np_l
         res->ack_p50_ms = bk_quantile(acks, (int)res->appends, 0.50);
         res->ack_p99_ms = bk_quantile(acks, (int)res->appends, 0.99);
     }
-    if (rc == 0 && cfg->samples) rc = np_samples_write(cfg->samples, codec, &sh, p, &c, err);
     if (rc == 0 && fsyncs) fsyncs = np_fsync_hist(cfg, name, &fs_after, &ferr) == 0;
     if (rc == 0 && fsyncs) np_fsync_figures(&fs_before, &fs_after, res);
     else if (rc == 0 && cfg->server_http)
