@@ -4,7 +4,7 @@
  * Threads: one event loop thread does all network I/O (accepting, reading frames, writing
  * responses) and never calls the engine; a pool of worker threads runs the requests (engine
  * calls that fsync or read, SQL); libmicrohttpd runs its own thread for HTTP. A worker hands
- * its response back to the loop through a queue and a uv_async wake-up.
+ * its response back to the loop through a queue and an eventfd wake-up.
  *
  * Limits (docs/CONFIGURATION.md): frame size, connections, requests in flight per
  * connection (the loop stops reading a connection that has that many), bytes queued for

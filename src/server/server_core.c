@@ -1,6 +1,12 @@
 /* server_core.c — the server's life: starting (engine, workers, listeners, the loop
  * thread), handing requests between the loop and the workers (the done queue and its
- * uv_async wake-up, streamed parts that a worker waits on), and the graceful shutdown.
+ * eventfd wake-up, streamed parts that a worker waits on), and the graceful shutdown.
+ *
+ * Waking the loop: a thread that queued something for the loop writes the eventfd unless
+ * wake_sent says an earlier write is still unseen; the loop clears wake_sent before it
+ * looks, so whatever is queued after that writes again. (uv_async_send is not used: in the
+ * libuv of Debian 12 the loop spins, then yields, while a sender is between its write and
+ * its flag, which on a busy two-core machine costs the loop a whole time slice.)
  *
  * Shutdown: the listener closes; frames read but not started are answered SHUTTING_DOWN;
  * parked fetches answer with what they have; once no request is in flight and every
@@ -13,8 +19,10 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 /* How long a streamed part may wait to be written before its worker counts as blocked. */
 #define SRV_PART_PATIENCE_MS 20
@@ -50,7 +58,15 @@ void srv_complete(fr_server *s, srv_job *j)
     else s->done_head = j;
     s->done_tail = j;
     pthread_mutex_unlock(&s->done_mu);
-    uv_async_send(&s->wake);
+    srv_wake_loop(s);
+}
+
+void srv_wake_loop(fr_server *s)
+{
+    if (atomic_exchange(&s->wake_sent, true)) return;
+    uint64_t one = 1;
+    /* Only EINTR can fail here: the counter is read long before it could fill. */
+    while (write(s->wake_fd, &one, sizeof one) < 0 && errno == EINTR) {}
 }
 
 srv_pool *srv_pool_of(fr_server *s, const srv_job *j)
@@ -162,9 +178,14 @@ static void job_done(fr_server *s, srv_job *j)
 
 static void begin_stop(fr_server *s);
 
-static void on_wake(uv_async_t *a)
+static void on_wake(uv_poll_t *h, int status, int events)
 {
-    fr_server *s = a->data;
+    (void)status;
+    (void)events;
+    fr_server *s = h->data;
+    uint64_t count;
+    while (read(s->wake_fd, &count, sizeof count) < 0 && errno == EINTR) {}
+    atomic_store(&s->wake_sent, false); /* before looking: later news writes again */
     if (atomic_load(&s->stop_asked) && !s->stopping) begin_stop(s);
     for (;;) {
         pthread_mutex_lock(&s->done_mu);
@@ -214,7 +235,7 @@ static void teardown(fr_server *s)
     uv_timer_stop(&s->stop_timer);
     uv_close((uv_handle_t *)&s->park_timer, on_handle_closed);
     uv_close((uv_handle_t *)&s->stop_timer, on_handle_closed);
-    uv_close((uv_handle_t *)&s->wake, on_handle_closed);
+    uv_close((uv_handle_t *)&s->wake_poll, on_handle_closed);
 }
 
 void srv_check_stop(fr_server *s)
@@ -249,7 +270,7 @@ void fr_server_shutdown(fr_server *s)
     pthread_mutex_lock(&s->exit_mu);
     if (!s->exited) {
         atomic_store(&s->stop_asked, true);
-        uv_async_send(&s->wake);
+        srv_wake_loop(s);
     }
     pthread_mutex_unlock(&s->exit_mu);
 }
@@ -333,6 +354,7 @@ static void server_destroy(fr_server *s)
     uv_walk(&s->loop, close_walk, NULL);
     uv_run(&s->loop, UV_RUN_DEFAULT);
     if (uv_loop_close(&s->loop) != 0) FR_WARN("server: the event loop did not close cleanly");
+    if (s->wake_fd >= 0) close(s->wake_fd);
     pthread_mutex_destroy(&s->done_mu);
     pthread_mutex_destroy(&s->exit_mu);
     pthread_cond_destroy(&s->exit_cv);
@@ -360,25 +382,33 @@ int fr_server_start(const fr_server_options *o, fr_server **out, fr_error *err)
     pthread_cond_init(&s->exit_cv, NULL);
     atomic_init(&s->stop_asked, false);
     atomic_init(&s->appended, false);
+    atomic_init(&s->wake_sent, false);
     atomic_init(&s->parked_count, 0);
     s->watcher = (fr_log_watcher){srv_on_append, s};
     if (s->opts.log_level_given) fr_log_set_level(s->opts.log_level);
     signal(SIGPIPE, SIG_IGN);
     raise_fd_limit(s->opts.connections_max);
-    int e = uv_loop_init(&s->loop);
+    s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    int e = s->wake_fd < 0 ? uv_translate_sys_error(errno) : uv_loop_init(&s->loop);
     if (e != 0) {
         rc = fr_fail(err, FR_EIO, "cannot start the event loop: %s", uv_strerror(e));
+        if (s->wake_fd >= 0) close(s->wake_fd);
         fr_server_options_free(&s->opts);
         fr_free(s->metrics);
         fr_free(s);
         return rc;
     }
-    uv_async_init(&s->loop, &s->wake, on_wake);
-    s->wake.data = s;
+    e = uv_poll_init(&s->loop, &s->wake_poll, s->wake_fd);
+    s->wake_poll.data = s;
+    if (e == 0) e = uv_poll_start(&s->wake_poll, UV_READABLE, on_wake);
     uv_timer_init(&s->loop, &s->park_timer);
     s->park_timer.data = s;
     uv_timer_init(&s->loop, &s->stop_timer);
     s->stop_timer.data = s;
+    if (e != 0) {
+        rc = fr_fail(err, FR_EIO, "cannot watch the loop's wake-up: %s", uv_strerror(e));
+        goto fail;
+    }
 
     fr_engine_options eo = s->opts.engine;
     eo.data_dir = s->opts.data_dir;

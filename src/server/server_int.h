@@ -149,7 +149,9 @@ struct fr_server {
 
     uv_loop_t loop;
     uv_tcp_t listener;
-    uv_async_t wake;               /* jobs done, appends seen, stop asked */
+    int wake_fd;                   /* an eventfd: jobs done, appends seen, stop asked */
+    uv_poll_t wake_poll;           /* the loop's watch on wake_fd */
+    atomic_bool wake_sent;         /* wake_fd was written and the loop has not looked yet */
     uv_timer_t park_timer;         /* the earliest deadline of the parked fetches */
     uv_timer_t stop_timer;         /* the shutdown timeout */
     pthread_t loop_thread;
@@ -183,6 +185,9 @@ struct fr_server {
     fr_error exit_err;
 };
 
+/* Wakes the loop to look at the done queue and the flags (any thread; cheap when the loop
+ * was already woken and has not looked yet). */
+void srv_wake_loop(fr_server *s);
 /* Hands a job back to the loop (any thread). */
 void srv_complete(fr_server *s, srv_job *j);
 /* Frees a job's memory (any thread; the job is nowhere anymore). */

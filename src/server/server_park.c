@@ -5,7 +5,7 @@
  *
  * Waking: every log a parked fetch reads has the server's watcher (srv_on_append), which
  * runs on the appending thread after each append and, while any fetch is parked, sets a
- * flag and wakes the loop (uv_async_send); the loop then looks at the end offsets of the
+ * flag and wakes the loop (srv_wake_loop); the loop then looks at the end offsets of the
  * parked fetches' logs. Parking counts the fetch before it checks the offsets a last time,
  * so an append that lands between a fetch's read and its parking still wakes it.
  *
@@ -116,5 +116,5 @@ void srv_on_append(void *ctx, fr_log *log, int64_t end_offset)
     fr_server *s = ctx;
     if (atomic_load(&s->parked_count) == 0) return;
     atomic_store(&s->appended, true);
-    uv_async_send(&s->wake);
+    srv_wake_loop(s);
 }
