@@ -34,6 +34,7 @@
 #define NP_PRODUCERS_MAX 64
 #define NP_TARGET_DISK 0.60
 #define NP_TARGET_P99_MS 10.0
+#define NP_QUEUE_RISE_MS 5.0          /* a rise of the e2e p50 through a run that says queue */
 #define NP_STAMP_COLUMN 5             /* b0 holds the send time in the latency run */
 #define NP_DRAIN_NS 10000000000       /* how long the consumer may lag at the end */
 #define NP_RING 128                   /* distinct latency batches per producer (~8.6 MB) */
@@ -93,6 +94,9 @@ typedef struct np_lat {
     double seconds, cpu_seconds, server_cpu_seconds;
     int64_t rows, appends, samples;
     double e2e_p50_ms, e2e_p99_ms, e2e_max_ms;
+    /* The e2e p50 of the batches sent in the run's first and last quarters: a rise says
+     * the rate was more than the machine delivers, and the tail measures a queue. */
+    double e2e_p50_first_ms, e2e_p50_last_ms;
     double ack_p50_ms, ack_p99_ms;
     double disk_p50_ms, disk_p99_ms; /* write + fdatasync of one batch's bytes, just before */
     /* The server's fdatasyncs of the table's logs during the run (from its /metrics, with
@@ -562,6 +566,21 @@ static int np_samples_write(const char *path, const char *codec, const np_shared
     return fclose(f) == 0 ? 0 : fr_fail(err, FR_EIO, "cannot write %s", path);
 }
 
+/* The e2e p50 of the samples sent in [from, to) ns after the start (0 when none). */
+static double np_p50_between(const np_consumer *c, int64_t start_ns, int64_t from,
+                             int64_t to)
+{
+    double *v = fr_malloc(sizeof *v * ((size_t)c->n + 1));
+    int n = 0;
+    for (int64_t i = 0; v && i < c->n; i++) {
+        int64_t at = c->sent_ns[i] - start_ns;
+        if (at >= from && at < to) v[n++] = c->e2e_ms[i];
+    }
+    double p50 = n > 0 ? bk_quantile(v, n, 0.50) : 0;
+    fr_free(v);
+    return p50;
+}
+
 /* One latency run at rate_mb_s logical MB/s into a fresh table, dropped afterwards. */
 static int np_run_latency(np_env *env, const char *codec, double rate_mb_s, np_lat *res,
                           fr_error *err)
@@ -616,6 +635,11 @@ static int np_run_latency(np_env *env, const char *codec, double rate_mb_s, np_l
     }
     /* Before the quantiles, which sort the latencies in place. */
     if (rc == 0 && cfg->samples) rc = np_samples_write(cfg->samples, codec, &sh, p, &c, err);
+    if (rc == 0) {
+        int64_t quarter = cfg->latency_ms * 1000000 / 4;
+        res->e2e_p50_first_ms = np_p50_between(&c, sh.start_ns, 0, quarter);
+        res->e2e_p50_last_ms = np_p50_between(&c, sh.start_ns, 3 * quarter, 4 * quarter);
+    }
     if (rc == 0) {
         res->target_mb_s = rate_mb_s;
         res->achieved_mb_s = (double)res->appends * (double)env->lat_batch_logical /
@@ -851,6 +875,10 @@ static json_t *np_lat_json(const np_lat *l)
         "client_cores", np_cores(l->cpu_seconds, l->seconds), "server_cores",
         np_cores(l->server_cpu_seconds, l->seconds), "disk_fsync_p50_ms", l->disk_p50_ms,
         "disk_fsync_p99_ms", l->disk_p99_ms);
+    if (j) {
+        json_object_set_new(j, "e2e_p50_first_quarter_ms", json_real(l->e2e_p50_first_ms));
+        json_object_set_new(j, "e2e_p50_last_quarter_ms", json_real(l->e2e_p50_last_ms));
+    }
     if (j && l->srv_fsyncs >= 0) {
         double p50 = l->srv_fsync_p50_ms, p99 = l->srv_fsync_p99_ms;
         json_object_set_new(j, "server_fsyncs", json_integer(l->srv_fsyncs));
@@ -868,6 +896,17 @@ static void np_most(const np_lat *l, char *out, size_t cap)
 {
     if (l->max_mb_s > 0) snprintf(out, cap, "at most %.1f MB/s", l->max_mb_s);
     else snprintf(out, cap, "maximum not measured");
+}
+
+/* The e2e p50 early and late in the run, and whether it rose like a queue's. */
+static void np_print_queue(const np_lat *l)
+{
+    bool rising = l->e2e_p50_last_ms > 2 * l->e2e_p50_first_ms &&
+                  l->e2e_p50_last_ms - l->e2e_p50_first_ms > NP_QUEUE_RISE_MS;
+    printf("        end-to-end p50 of the run's first quarter %.2f ms, of its last %.2f ms%s\n",
+           l->e2e_p50_first_ms, l->e2e_p50_last_ms,
+           rising ? ": rising, so the machine did not deliver this rate and the tail"
+                    " measures a queue" : "");
 }
 
 static void np_print_codec(const char *codec, json_t *max, const np_lat *l, double dd_med,
@@ -891,6 +930,7 @@ static void np_print_codec(const char *codec, json_t *max, const np_lat *l, doub
            (long long)latency_rows, most, l->achieved_mb_s, l->target_mb_s, l->e2e_p50_ms,
            l->e2e_p99_ms, l->e2e_max_ms, (long long)l->samples, l->ack_p50_ms, l->ack_p99_ms,
            l->disk_p50_ms, l->disk_p99_ms);
+    np_print_queue(l);
     if (l->srv_fsyncs >= 0)
         printf("        the server's fdatasyncs of the table meanwhile: %lld, p50 <= %g ms,"
                " p99 <= %g ms, %lld over %g ms\n",
