@@ -238,7 +238,8 @@ static void fr_crc32c_init(void)
     fr_crc32c_have_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
     fr_crc32c_have_fold = fr_crc32c_have_hw && __builtin_cpu_supports("pclmul");
     const size_t k_bytes[4] = {(512 + 32) / 8, (512 - 32) / 8, (128 + 32) / 8, (128 - 32) / 8};
-    for (int i = 0; i < 4; i++) fr_crc32c_fold_k[i] = fr_crc32c_fold_constant(k_bytes[i]);
+    for (int i = 0; fr_crc32c_have_fold && i < 4; i++)
+        fr_crc32c_fold_k[i] = fr_crc32c_fold_constant(k_bytes[i]);
 }
 #else
 static const int fr_crc32c_have_hw = 0;
