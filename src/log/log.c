@@ -146,14 +146,15 @@ static void flush_as_leader(fr_log *log)
     int64_t target = log->next_offset;
     log_segment *seg = log->segs[log->nsegs - 1];
     seg->refs++;
-    /* A roll may seal (close) the segment's files while the fsync runs: use a dup. */
-    int fd = dup(seg->log_fd);
+    /* A roll seals (closes) the segment's files only once this flush is done. */
+    log->flush_seg = seg;
+    int fd = seg->log_fd;
     pthread_mutex_unlock(&log->mu);
-    int rc = fd >= 0 ? log_fdatasync(log, fd) : -1;
+    int rc = log_fdatasync(log, fd);
     int e = errno;
-    if (fd >= 0) close(fd);
     pthread_mutex_lock(&log->mu);
     log->flushing = false;
+    log->flush_seg = NULL;
     if (rc != 0) {
         /* After a failed fsync the page cache may have dropped the dirty pages: nothing
          * written since the last good fsync can be trusted, so writes stop. */
@@ -221,11 +222,12 @@ void fr_log_close(fr_log *log)
 {
     if (!log) return;
     fr_error err;
+    log_segment *active = log->segs[log->nsegs - 1];
+    log_segment_write_pending(log, active);
     if (log->opts.flush != FR_FLUSH_NONE) {
         if (fr_log_flush(log, &err) < 0) FR_WARN("log %s: closing: %s", log->name, err.msg);
         /* The indexes are checked at open anyway; syncing them spares a rebuild after a
          * crash. */
-        log_segment *active = log->segs[log->nsegs - 1];
         if (fdatasync(active->index_fd) != 0 || fdatasync(active->time_fd) != 0)
             FR_WARN("log %s: closing: cannot fsync the indexes: %s", log->name, strerror(errno));
     }
@@ -287,6 +289,7 @@ static int roll(fr_log *log, fr_error *err)
         return fr_fail_errno(err, e, "log %s: fsync of segment %020lld", log->name,
                              (long long)old->base);
     }
+    log_segment_write_pending(log, old);
     if (fdatasync(old->index_fd) != 0 || fdatasync(old->time_fd) != 0)
         FR_WARN("log %s: cannot fsync the indexes of segment %020lld: %s", log->name,
                 (long long)old->base, strerror(errno));
@@ -305,6 +308,11 @@ static int roll(fr_log *log, fr_error *err)
         log_segment_unref_locked(seg);
         return rc;
     }
+    /* A flush that began before the new segment became active may still use old's
+     * descriptor. */
+    pthread_mutex_lock(&log->mu);
+    while (log->flush_seg == old) pthread_cond_wait(&log->flush_cond, &log->mu);
+    pthread_mutex_unlock(&log->mu);
     log_segment_close_files(old);
     return FR_OK;
 }

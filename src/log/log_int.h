@@ -75,7 +75,7 @@ typedef struct log_segment {
     int64_t size;          /* (mu) bytes of whole batches in the .log file */
     int64_t next_offset;   /* (mu) the offset after the last batch */
     int64_t max_ts;        /* (mu) commit timestamp of the newest batch; INT64_MIN if empty */
-    int log_fd, index_fd, time_fd; /* -1 once sealed (writer; flushers use a dup) */
+    int log_fd, index_fd, time_fd; /* -1 once sealed (writer; a flusher reads log_fd) */
     const uint8_t *map;    /* read-only shared mapping of the .log file */
     size_t map_len;        /* bytes mapped; never less than size */
     log_index_entry *index; /* (mu) sorted by rel and by pos */
@@ -83,6 +83,8 @@ typedef struct log_segment {
     log_time_entry *times;  /* (mu) sorted by rel; ts non-decreasing */
     size_t ntimes, times_cap;
     int64_t index_since;   /* bytes appended since the last offset-index entry (writer) */
+    size_t index_written;  /* entries already in the .index file (writer) */
+    size_t times_written;  /* entries already in the .timeindex file (writer) */
     bool index_damaged;    /* an index file was torn when opened: recovery rebuilds it */
     int refs;              /* (mu) */
     bool deleted;          /* (mu) dropped from the list */
@@ -112,6 +114,7 @@ struct fr_log {
     int64_t durable_offset; /* (mu) batches below this offset have been fsynced */
     int64_t last_ts;        /* (write_mu) newest commit timestamp given */
     bool flushing;          /* (mu) a flusher is in fdatasync right now */
+    log_segment *flush_seg; /* (mu) the segment it syncs, whose files a roll leaves open */
     int failed;             /* (mu) 0, or the FR_E* code of an I/O failure that stops writes */
     int64_t last_flush_ms;  /* (mu) for FR_FLUSH_INTERVAL */
     int64_t truncations;    /* (mu) counts fr_log_truncate calls, for waiting appenders */
@@ -158,6 +161,12 @@ int log_segment_note_batch(fr_log *log, log_segment *seg, int64_t pos, const fr_
                            bool write_files, fr_error *err);
 /* Rewrites both index files from the in-memory entries. */
 int log_segment_write_indexes(fr_log *log, log_segment *seg, fr_error *err);
+/* Appends to the index files the entries not yet in them (writer). The entries of appended
+ * batches are written a few dozen at a time, not two small writes per append: before a
+ * segment is sealed or closed this writes the rest, and after a crash recovery adds the
+ * entries of the batches past the last one written (log_recover.c). A failed write is a
+ * warning: the files are checked and rebuilt at open. */
+void log_segment_write_pending(fr_log *log, log_segment *seg);
 /* Recovers every segment at open (see log_recover.c). */
 int log_recover(fr_log *log, fr_error *err);
 /* Forgets and rebuilds the idempotent writers' states from the batch headers. */

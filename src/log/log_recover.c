@@ -105,7 +105,7 @@ static int64_t trusted_position(log_segment *seg, int64_t file_size)
 /* Rebuilds both indexes of seg from its (already checked) batches and rewrites the files. */
 static int rebuild_indexes(fr_log *log, log_segment *seg, int64_t end, fr_error *err)
 {
-    seg->nindex = seg->ntimes = 0;
+    seg->nindex = seg->ntimes = seg->index_written = seg->times_written = 0;
     seg->index_since = 0;
     for (int64_t pos = 0; pos < end;) {
         fr_rb_view v;
@@ -115,6 +115,29 @@ static int rebuild_indexes(fr_log *log, log_segment *seg, int64_t end, fr_error 
     }
     seg->index_damaged = false;
     return log_segment_write_indexes(log, seg, err);
+}
+
+/* Adds the index entries of the batches after the newest entry, which the files may lack
+ * (entries are written a few dozen at a time: log_segment_write_pending), and writes them. */
+static int extend_indexes(fr_log *log, log_segment *seg, fr_error *err)
+{
+    int64_t pos = 0;
+    seg->index_since = 0;
+    if (seg->nindex > 0) {
+        fr_rb_view v;
+        pos = seg->index[seg->nindex - 1].pos;
+        FR_TRY(fr_rb_parse_header(seg->map + pos, (size_t)(seg->size - pos), &v, err));
+        seg->index_since = v.length;
+        pos += v.length;
+    }
+    while (pos < seg->size) {
+        fr_rb_view v;
+        FR_TRY(fr_rb_parse_header(seg->map + pos, (size_t)(seg->size - pos), &v, err));
+        FR_TRY(log_segment_note_batch(log, seg, pos, &v, false, err));
+        pos += v.length;
+    }
+    log_segment_write_pending(log, seg);
+    return FR_OK;
 }
 
 static int truncate_file(fr_log *log, log_segment *seg, int64_t file_size, const log_scan *r,
@@ -176,10 +199,9 @@ static int recover_segment(fr_log *log, log_segment *seg, bool last, bool *full,
                     log->name, (long long)seg->base);
             *full = true;
         }
-        FR_TRY(rebuild_indexes(log, seg, seg->size, err));
+        return rebuild_indexes(log, seg, seg->size, err);
     }
-    seg->index_since = seg->size - (seg->nindex ? (int64_t)seg->index[seg->nindex - 1].pos : 0);
-    return FR_OK;
+    return extend_indexes(log, seg, err);
 }
 
 static int cmp_i64(const void *a, const void *b)

@@ -6,7 +6,9 @@
  * the in-memory index entries are sorted by relative offset and by position and each names
  * the start of a batch; the time entries are sorted by relative offset with non-decreasing
  * timestamps. The index files are a cache of the in-memory entries: they are checked at
- * open and rebuilt when they do not match, so a failed write to them is only a warning. */
+ * open and rebuilt when they do not match, so a failed write to them is only a warning.
+ * They trail the entries by up to LOG_INDEX_WRITE_ENTRIES (written together, not two small
+ * writes per append); sealing and closing write the rest, recovery adds what a crash lost. */
 #include "log/log_int.h"
 
 #include <assert.h>
@@ -183,7 +185,7 @@ static int seg_load_indexes(fr_log *log, log_segment *seg, int64_t log_size, boo
         seg->index[i].rel = fr_get_u32le(data + i * 8);
         seg->index[i].pos = fr_get_u32le(data + i * 8 + 4);
     }
-    if (rc == 0) seg->nindex = n;
+    if (rc == 0) seg->nindex = seg->index_written = n;
     fr_free(data);
     FR_TRY(rc);
     FR_TRY(seg_read_file(log, seg->time_fd, LOG_TIME_ENTRY_BYTES, log_size, &data, &n,
@@ -193,7 +195,7 @@ static int seg_load_indexes(fr_log *log, log_segment *seg, int64_t log_size, boo
         seg->times[i].ts = (int64_t)fr_get_u64le(data + i * 12);
         seg->times[i].rel = fr_get_u32le(data + i * 12 + 8);
     }
-    if (rc == 0) seg->ntimes = n;
+    if (rc == 0) seg->ntimes = seg->times_written = n;
     fr_free(data);
     return rc;
 }
@@ -228,8 +230,8 @@ int log_segment_open(fr_log *log, int64_t base, log_segment **out, fr_error *err
     bool itorn, ttorn;
     FR_GOTO(seg_load_indexes(log, seg, st.st_size, &itorn, &ttorn, err));
     /* A torn index file is dropped here; recovery sees an empty index and rebuilds it. */
-    if (itorn) seg->nindex = 0;
-    if (ttorn) seg->ntimes = 0;
+    if (itorn) seg->nindex = seg->index_written = 0;
+    if (ttorn) seg->ntimes = seg->times_written = 0;
     seg->index_damaged = itorn || ttorn;
     *out = seg;
     return FR_OK;
@@ -261,8 +263,11 @@ int64_t log_segment_time_lookup(const log_segment *seg, int64_t ts)
     return lo == 0 ? 0 : (int64_t)seg->times[lo - 1].rel;
 }
 
-static void seg_pwrite_entry(fr_log *log, log_segment *seg, int fd, const uint8_t *p, size_t n,
-                             int64_t at, const char *what)
+/* Entries written to the index files together (see log_segment_write_pending). */
+#define LOG_INDEX_WRITE_ENTRIES 64
+
+static void seg_pwrite_entries(fr_log *log, log_segment *seg, int fd, const uint8_t *p, size_t n,
+                               int64_t at, const char *what)
 {
     ssize_t w;
     do {
@@ -272,6 +277,34 @@ static void seg_pwrite_entry(fr_log *log, log_segment *seg, int fd, const uint8_
         FR_WARN("log %s: segment %020lld: cannot write its %s (%s); it is rebuilt at the next "
                 "open",
                 log->name, (long long)seg->base, what, w < 0 ? strerror(errno) : "short write");
+}
+
+/* The writer is the only one to change the entries, so it reads them without mu. */
+void log_segment_write_pending(fr_log *log, log_segment *seg)
+{
+    uint8_t buf[LOG_INDEX_WRITE_ENTRIES * LOG_TIME_ENTRY_BYTES];
+    while (seg->index_written < seg->nindex) {
+        size_t first = seg->index_written, n = seg->nindex - first;
+        if (n > LOG_INDEX_WRITE_ENTRIES) n = LOG_INDEX_WRITE_ENTRIES;
+        for (size_t i = 0; i < n; i++) {
+            fr_put_u32le(buf + i * 8, seg->index[first + i].rel);
+            fr_put_u32le(buf + i * 8 + 4, seg->index[first + i].pos);
+        }
+        seg_pwrite_entries(log, seg, seg->index_fd, buf, n * LOG_INDEX_ENTRY_BYTES,
+                           (int64_t)first * LOG_INDEX_ENTRY_BYTES, "offset index");
+        seg->index_written += n;
+    }
+    while (seg->times_written < seg->ntimes) {
+        size_t first = seg->times_written, n = seg->ntimes - first;
+        if (n > LOG_INDEX_WRITE_ENTRIES) n = LOG_INDEX_WRITE_ENTRIES;
+        for (size_t i = 0; i < n; i++) {
+            fr_put_u64le(buf + i * 12, (uint64_t)seg->times[first + i].ts);
+            fr_put_u32le(buf + i * 12 + 8, seg->times[first + i].rel);
+        }
+        seg_pwrite_entries(log, seg, seg->time_fd, buf, n * LOG_TIME_ENTRY_BYTES,
+                           (int64_t)first * LOG_TIME_ENTRY_BYTES, "time index");
+        seg->times_written += n;
+    }
 }
 
 int log_segment_note_batch(fr_log *log, log_segment *seg, int64_t pos, const fr_rb_view *v,
@@ -297,18 +330,8 @@ int log_segment_note_batch(fr_log *log, log_segment *seg, int64_t pos, const fr_
     pthread_mutex_unlock(&log->mu);
     FR_TRY(rc);
     seg->index_since = v->length;
-    if (!write_files) return FR_OK;
-    uint8_t e[LOG_TIME_ENTRY_BYTES];
-    fr_put_u32le(e, rel);
-    fr_put_u32le(e + 4, (uint32_t)pos);
-    seg_pwrite_entry(log, seg, seg->index_fd, e, LOG_INDEX_ENTRY_BYTES,
-                     (int64_t)(seg->nindex - 1) * LOG_INDEX_ENTRY_BYTES, "offset index");
-    if (add_time) {
-        fr_put_u64le(e, (uint64_t)v->commit_timestamp);
-        fr_put_u32le(e + 8, rel);
-        seg_pwrite_entry(log, seg, seg->time_fd, e, LOG_TIME_ENTRY_BYTES,
-                         (int64_t)(seg->ntimes - 1) * LOG_TIME_ENTRY_BYTES, "time index");
-    }
+    if (write_files && seg->nindex - seg->index_written >= LOG_INDEX_WRITE_ENTRIES)
+        log_segment_write_pending(log, seg);
     return FR_OK;
 }
 
@@ -353,6 +376,10 @@ int log_segment_write_indexes(fr_log *log, log_segment *seg, fr_error *err)
         rc = seg_rewrite(log, seg, seg->time_fd, buf, m, "time index", err);
     }
     fr_free(buf);
+    if (rc == 0) {
+        seg->index_written = seg->nindex;
+        seg->times_written = seg->ntimes;
+    }
     return rc;
 }
 
@@ -364,6 +391,8 @@ int log_segment_cut_indexes(fr_log *log, log_segment *seg, int64_t size, int64_t
     while (seg->nindex > 0 && (int64_t)seg->index[seg->nindex - 1].pos >= size) seg->nindex--;
     while (seg->ntimes > 0 && (int64_t)seg->times[seg->ntimes - 1].rel >= rel_end) seg->ntimes--;
     pthread_mutex_unlock(&log->mu);
+    if (seg->index_written > seg->nindex) seg->index_written = seg->nindex;
+    if (seg->times_written > seg->ntimes) seg->times_written = seg->ntimes;
     seg->index_since = size - (seg->nindex ? (int64_t)seg->index[seg->nindex - 1].pos : 0);
     return log_segment_write_indexes(log, seg, err);
 }
