@@ -165,34 +165,76 @@ static void on_written(uv_write_t *req, int status)
     srv_check_stop(s);
 }
 
-/* Queues w's bytes (bufs) on the connection; w is freed once written, or here when it
- * cannot be. */
-static void conn_start_write(srv_conn *c, srv_write *w, const uv_buf_t *bufs, unsigned nbufs)
-{
-    srv_job *notify = w->notify;
-    size_t len = w->len;
-    if (c->closing || len == 0) {
-        write_free(w);
-        if (notify) srv_part_notify(notify, c->closing);
-        return;
-    }
-    int e = uv_write(&w->req, (uv_stream_t *)&c->tcp, bufs, nbufs, on_written);
-    if (e < 0) {
-        write_free(w);
-        if (notify) srv_part_notify(notify, true);
-        srv_conn_close(c);
-        return;
-    }
-    c->write_queued += len;
-    atomic_fetch_add(&c->srv->metrics->bytes_out, len);
-}
-
 static void write_oom(srv_conn *c, size_t len, srv_job *notify)
 {
     FR_ERROR("connection from %s: out of memory for a response of %zu bytes; closing", c->peer,
              len);
     if (notify) srv_part_notify(notify, true);
     srv_conn_close(c);
+}
+
+/* A write that fails: w goes, the notified worker hears of it, the connection closes. */
+static void conn_write_failed(srv_conn *c, srv_write *w)
+{
+    srv_job *notify = w->notify;
+    write_free(w);
+    if (notify) srv_part_notify(notify, true);
+    srv_conn_close(c);
+}
+
+/* Sends w's bytes (bufs) on the connection; w is freed once written, or here when it
+ * cannot be. Most answers fit the socket's buffer and are written here and now: through
+ * libuv's write queue, each write would also re-register the socket with epoll when the
+ * queue drains (one more system call per answer). The rest is queued. */
+static void conn_start_write(srv_conn *c, srv_write *w, const uv_buf_t *bufs, unsigned nbufs)
+{
+    size_t len = w->len;
+    if (c->closing || len == 0) {
+        srv_job *notify = w->notify;
+        write_free(w);
+        if (notify) srv_part_notify(notify, c->closing);
+        return;
+    }
+    atomic_fetch_add(&c->srv->metrics->bytes_out, len);
+    int n = uv_try_write((uv_stream_t *)&c->tcp, bufs, nbufs);
+    if (n < 0 && n != UV_EAGAIN) {
+        FR_DEBUG("connection from %s: write failed: %s", c->peer, uv_strerror(n));
+        conn_write_failed(c, w);
+        return;
+    }
+    if (n == (int)len) {
+        srv_job *notify = w->notify;
+        write_free(w);
+        if (notify) srv_part_notify(notify, false);
+        srv_conn_maybe_finish(c);
+        return;
+    }
+    /* Skip what went out: whole buffers, then part of one (a copy, as bufs is const). */
+    size_t done = n > 0 ? (size_t)n : 0;
+    unsigned first = 0;
+    while (done >= bufs[first].len) done -= bufs[first++].len;
+    uv_buf_t head = uv_buf_init(bufs[first].base + done, (unsigned)(bufs[first].len - done));
+    int e = 0;
+    if (done == 0) {
+        e = uv_write(&w->req, (uv_stream_t *)&c->tcp, bufs + first, nbufs - first, on_written);
+    } else {
+        uv_buf_t *rest = fr_malloc(sizeof *rest * (nbufs - first));
+        if (!rest) {
+            write_oom(c, len, NULL);
+            conn_write_failed(c, w);
+            return;
+        }
+        rest[0] = head;
+        for (unsigned i = first + 1; i < nbufs; i++) rest[i - first] = bufs[i];
+        /* libuv keeps its own copy of the array. */
+        e = uv_write(&w->req, (uv_stream_t *)&c->tcp, rest, nbufs - first, on_written);
+        fr_free(rest);
+    }
+    if (e < 0) {
+        conn_write_failed(c, w);
+        return;
+    }
+    c->write_queued += len;
 }
 
 /* Writes data (taken: fr_free'd after) to the connection. */
