@@ -166,12 +166,13 @@ uint64_t kv_rowcache_store_id(void);
 bool kv_rowcache_get(kv_rowcache *c, uint64_t store, const uint8_t *key, size_t klen,
                      fr_buf *out, size_t *at, size_t *len);
 /* Puts a copy of the row of (store, key), read from a snapshot taken while the store's
- * generation was `expect`, unless the generation has changed since (fr_kv.gen). */
+ * generation was `expect`, unless the generation has changed since (fr_kv.gen). Sets
+ * *cached (the store's fr_kv.cached) first. */
 void kv_rowcache_put(kv_rowcache *c, uint64_t store, const uint8_t *key, size_t klen,
                      const uint8_t *val, size_t vlen, const _Atomic uint64_t *gen,
-                     uint64_t expect);
+                     uint64_t expect, atomic_bool *cached);
 void kv_rowcache_erase(kv_rowcache *c, uint64_t store, const uint8_t *key, size_t klen);
-/* The bytes the cache holds (0 for NULL): writes skip their removals when it is empty. */
+/* The bytes the cache holds (0 for NULL). */
 int64_t kv_rowcache_bytes(const kv_rowcache *c);
 
 struct fr_kv_env {
@@ -268,13 +269,14 @@ struct fr_kv {
     _Atomic int64_t nkeys; /* exact for FULL images; -1 when unknown */
     /* The row cache's view of the store (kv_rowcache.c). gen is odd while a write changes
      * RocksDB: an apply bumps it, writes its batch, removes its keys from the cache when
-     * the cache is not empty, and bumps it again. A lookup reads gen, takes its snapshot,
+     * `cached` says the cache may hold some, and bumps it again. A lookup reads gen, takes its snapshot,
      * probes the cache and reads gen again: its hits are used only when both readings are
      * the same even number (no write changed anything in between, so the hits and the
      * snapshot agree); the rows it then reads from the snapshot are put into the cache
      * only while gen is still that number. */
     uint64_t cache_id;
     _Atomic uint64_t gen;
+    atomic_bool cached;    /* a lookup put rows of this store into the row cache (for good) */
     atomic_int failed;     /* an FR_E* code once a write failed after its append (its fsync
                               or its RocksDB write): the state is behind the log */
     kv_pending pending;

@@ -387,7 +387,7 @@ static int lookup_multiget(fr_kv *kv, const kv_keyset *ks, size_t n,
         f->val[k] = (const uint8_t *)rocksdb_pinnableslice_value(got[j], &f->vlen[k]);
         if (gen >= 0)
             kv_rowcache_put(kv->env->rows, kv->cache_id, (const uint8_t *)kp[j], kl[j],
-                            f->val[k], f->vlen[k], &kv->gen, (uint64_t)gen);
+                            f->val[k], f->vlen[k], &kv->gen, (uint64_t)gen, &kv->cached);
     }
     for (size_t j = 0; errs && j < m; j++) {
         if (errs[j] && rc == FR_OK) rc = kv_rocks_fail(kv, errs[j], "lookup", err);

@@ -11,7 +11,9 @@
  * its generation before and after they change RocksDB and remove their keys from the cache
  * in between; a lookup uses its hits only when the generation was even and unchanged from
  * before its probes to after its snapshot, and inserts what it read only while the
- * generation is still the one it began with, checked under the stripe's lock.
+ * generation is still the one it began with, checked under the stripe's lock. A store
+ * whose rows no lookup ever put here is marked so (fr_kv.cached): its writes skip the
+ * removals, which cost a hash probe per key written.
  *
  * Layout: KV_ROWCACHE_STRIPES stripes, each a mutex, a chained hash table that doubles
  * when it holds more entries than slots, and an LRU list; each stripe keeps to its share of
@@ -188,7 +190,7 @@ bool kv_rowcache_get(kv_rowcache *c, uint64_t store, const uint8_t *key, size_t 
 
 void kv_rowcache_put(kv_rowcache *c, uint64_t store, const uint8_t *key, size_t klen,
                      const uint8_t *val, size_t vlen, const _Atomic uint64_t *gen,
-                     uint64_t expect)
+                     uint64_t expect, atomic_bool *cached)
 {
     size_t cost = rc_cost(klen, vlen);
     uint32_t h = rc_hash(store, key, klen);
@@ -203,10 +205,11 @@ void kv_rowcache_put(kv_rowcache *c, uint64_t store, const uint8_t *key, size_t 
     memcpy(e->data, key, klen);
     memcpy(e->data + klen, val, vlen);
     pthread_mutex_lock(&s->mu);
-    /* The bytes are counted before the generation is looked at: a write that has bumped
-     * the generation after that look then finds the cache not empty and removes its keys
-     * (under this lock, so after this insert). A write that began before the look has
-     * changed the generation, and the row, read before it, stays out. */
+    /* The store is marked before the generation is looked at: a write that has bumped
+     * the generation after that look then finds the mark and removes its keys (under this
+     * lock, so after this insert). A write that began before the look has changed the
+     * generation, and the row, read before it, stays out. */
+    atomic_store(cached, true);
     atomic_fetch_add(&c->bytes, (int64_t)cost);
     bool stale = atomic_load(gen) != expect;
     if (!stale) rc_grow(s);

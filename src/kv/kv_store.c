@@ -409,6 +409,7 @@ int fr_kv_open(const char *dir, fr_log *log, const fr_kv_spec *spec, fr_kv **out
     pthread_cond_init(&kv->apply_cond, NULL);
     kv->cache_id = kv_rowcache_store_id();
     atomic_init(&kv->gen, 0);
+    atomic_init(&kv->cached, false);
     kv->log = log;
     kv->log_unsynced = spec->log_unsynced;
     kv->dir = fr_strdup(dir);

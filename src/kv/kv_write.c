@@ -377,7 +377,7 @@ static int kv_apply(fr_kv *kv, rocksdb_writebatch_t *wb, int64_t applied, int64_
     atomic_fetch_add(&kv->gen, 1);
     rocksdb_write(kv->db, kv->wopts, wb, &errptr);
     /* Also after a failed write: it may have changed some rows. */
-    if (kv_rowcache_bytes(kv->env->rows) > 0)
+    if (atomic_load(&kv->cached))
         rocksdb_writebatch_iterate(wb, kv, kv_uncache_put, kv_uncache_delete);
     atomic_fetch_add(&kv->gen, 1);
     if (errptr) return kv_rocks_fail(kv, errptr, "write", err);
