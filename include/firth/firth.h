@@ -302,8 +302,11 @@ int firth_drop_partition(firth_client *c, const char *table, const char *partiti
  * acknowledges each call once all its rows are durable, by the callback and by
  * firth_writer_wait. Every batch carries the writer's id and a sequence number per bucket,
  * so that a batch sent again after a lost connection or a retriable error is applied once
- * (docs/CLIENT.md). At most one batch per bucket is in flight, so a bucket's rows are
- * written in call order. */
+ * (docs/CLIENT.md). A bucket's rows are written in call order: a remote writer to a log
+ * table keeps up to max_in_flight batches of a bucket in flight, numbered in order, and the
+ * server refuses one that overtakes another (it is sent again after it); elsewhere one batch
+ * per bucket is in flight. Acknowledgements of one bucket may then come back out of call
+ * order. */
 typedef struct firth_writer firth_writer;
 
 /* Called once per call (token) when its rows are durable (status 0) or when it failed for
@@ -317,14 +320,20 @@ typedef struct firth_writer_options {
     int64_t buffer_bytes;    /* rows held unsent at most; a call waits for room beyond it */
     int retries;             /* sends of a batch after the first, on retriable errors */
     int64_t retry_backoff_ms; /* pause before the first retry, doubling */
-    int64_t writer_id;       /* -1: a random id (the default); else this id (>= 0) */
+    int64_t writer_id;       /* -1: a random id (the default); else this id (>= 0). A
+                              * bucket whose batch failed for good goes on under a new
+                              * random id, so that its sequence starts again at 0 */
+    int max_in_flight;       /* "max.in.flight": a bucket's batches sent and not answered at
+                              * most (1..64; remote writers to log tables, else 1). More
+                              * than 1 helps over links with a long round trip; at 1 the
+                              * rows that queue while a batch is out go as the next one */
     const char *target_columns; /* primary-key tables: upserts set only these ("a, b") */
     firth_ack_fn on_ack;     /* may be NULL */
     void *ack_ctx;
 } firth_writer_options;
 
 /* The defaults: batch_bytes 1 MiB, linger_ms 5, buffer_bytes 64 MiB, retries 10,
- * retry_backoff_ms 100, writer_id -1, no target columns, no callback. */
+ * retry_backoff_ms 100, writer_id -1, max_in_flight 1, no target columns, no callback. */
 void firth_writer_options_init(firth_writer_options *o);
 
 /* Opens a writer on a table (o NULL: the defaults; o is copied, target_columns too). *out
@@ -361,7 +370,7 @@ int firth_writer_flush(firth_writer *w, firth_error *err);
  * changed), calls failed. Any pointer may be NULL. */
 void firth_writer_stats(firth_writer *w, int64_t *rows_acked, int64_t *rows_changed,
                         int64_t *calls_failed);
-/* The writer's idempotent writer id. */
+/* The writer's idempotent writer id (the one it started with: see writer_id). */
 int64_t firth_writer_id(const firth_writer *w);
 /* Flushes, stops the writer's thread and frees it; returns what the flush returned. NULL is
  * fine. No other call on w may be running. */

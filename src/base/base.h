@@ -33,6 +33,8 @@ enum {
     FR_ETYPE = -12,    /* a value of the wrong type */
     FR_ESTATE = -13,   /* the object is closed or in the wrong state */
     FR_EDUPLICATE = -14, /* an idempotent retry that was already applied */
+    FR_ESEQUENCE = -15, /* a writer's batch arrived before the one it follows: send that one
+                         * first (nothing was written) */
 };
 
 #define FR_ERROR_MSG_MAX 256

@@ -107,6 +107,7 @@ const char *fr_strcode(int code)
     case FR_ETYPE: return "ETYPE";
     case FR_ESTATE: return "ESTATE";
     case FR_EDUPLICATE: return "EDUPLICATE";
+    case FR_ESEQUENCE: return "ESEQUENCE";
     default: return "EUNKNOWN";
     }
 }

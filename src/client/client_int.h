@@ -294,9 +294,10 @@ int fr_remote_send(fr_ctable *t, fr_rput *units, int nunits, const int *targets,
 int fr_remote_fit(fr_ctable *t, const fr_rput *units, int n);
 /* Sends units [0, n) (n from fr_remote_fit) as one request without waiting for the answer,
  * which fr_remote_finish takes once notify(ctx) said it came (see fr_cnet_start). The units'
- * records must stay until then. */
+ * records must stay until then. in_order asks the server's logs for the writer's next
+ * sequence only (a log table's ProduceLogRequest.in_order; FR_ESEQUENCE otherwise). */
 int fr_remote_start(fr_ctable *t, fr_rput *units, int n, const int *targets, int ntargets,
-                    int64_t writer_id, void (*notify)(void *ctx), void *ctx,
+                    int64_t writer_id, bool in_order, void (*notify)(void *ctx), void *ctx,
                     fr_cnet_pending **out, fr_error *err);
 /* Fills the units' results from p's answer (or fails as fr_remote_send does, without
  * retrying: FR_EIO for a lost connection). p is still the caller's to free. */

@@ -411,11 +411,12 @@ int fr_remote_send(fr_ctable *t, fr_rput *units, int nunits, const int *targets,
 }
 
 int fr_remote_start(fr_ctable *t, fr_rput *units, int n, const int *targets, int ntargets,
-                    int64_t writer_id, void (*notify)(void *ctx), void *ctx,
+                    int64_t writer_id, bool in_order, void (*notify)(void *ctx), void *ctx,
                     fr_cnet_pending **out, fr_error *err)
 {
     rwrite q;
     int rc = rwrite_build(t, units, n, targets, ntargets, writer_id, &q, err);
+    if (rc == 0 && !t->npk) q.req.produce.in_order = in_order;
     if (rc == 0)
         rc = fr_cnet_start(t->client->net, rwrite_api(t), &q.req.produce.base, 0, notify, ctx,
                            out, err);

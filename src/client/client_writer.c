@@ -5,12 +5,19 @@
  * routes rows as the engine does) and the whole table for an embedded one (the engine
  * routes). Each call's rows are split into one piece per unit and queued there; a unit is
  * sent when its queued bytes reach batch_bytes, when its oldest piece has waited linger_ms,
- * or when someone flushes. A unit has at most one batch in flight, and each batch carries
- * the writer id and the unit's next sequence number, which stays the same across the
- * retries of that batch and moves on once it is done (applied or failed for good): the log
+ * or when someone flushes. Each batch carries the unit's writer id and the unit's next
+ * sequence number, given when the batch is taken and kept across its retries: the log
  * refuses a (writer, sequence) it has already seen as a duplicate, so a retry after an
- * ambiguous failure never applies rows twice, and rows of one unit are applied in call
- * order.
+ * ambiguous failure never applies rows twice.
+ *
+ * Order: a unit has up to max_in_flight batches in flight (a remote writer to a log table;
+ * one elsewhere). Their requests say "in order", so the log takes only a writer's next
+ * sequence and refuses one that overtook an earlier batch (FR_ESEQUENCE, nothing written);
+ * that batch goes again once every earlier batch of its unit is answered. Rows of one unit
+ * are thus applied in call order, with several batches on the way. A batch that fails for
+ * good leaves a gap the log would never fill: its unit takes nothing more until its batches
+ * in flight are answered, then goes on under a new random writer id, from sequence 0 (the
+ * same happens before the sequence would wrap).
  *
  * Locking: mu guards everything below it in the struct; the thread sends without holding
  * it. Calls complete when their last piece does; ack callbacks run on the thread, without
@@ -48,8 +55,12 @@ typedef struct wunit {
     wpiece *head, *tail;  /* queued */
     int64_t bytes;
     int64_t oldest_ns;
-    wpiece *sending;      /* in flight */
-    int32_t next_seq;
+    int64_t writer_id;    /* the id its batches carry */
+    int32_t next_seq;     /* the sequence of the next batch taken */
+    int inflight;         /* batches taken and not finished */
+    int32_t open_base;    /* the lowest sequence taken and not finished (next_seq if none) */
+    uint64_t open_mask;   /* bit i: sequence open_base + i is taken and not finished */
+    bool stalled;         /* failed for good (or at the last sequence): new id once idle */
 } wunit;
 
 typedef struct wfailure {
@@ -64,7 +75,8 @@ struct firth_writer {
     firth_writer_options o;
     char *targets_text;
     int *targets, ntargets;
-    int64_t writer_id;
+    int64_t writer_id;       /* the id units start with */
+    int max_in_flight;       /* per unit: o.max_in_flight where in-order sends apply, else 1 */
     pthread_t thread;
     bool thread_started;
 
@@ -99,6 +111,7 @@ void firth_writer_options_init(firth_writer_options *o)
         .retries = 10,
         .retry_backoff_ms = 100,
         .writer_id = -1,
+        .max_in_flight = 1,
     };
 }
 
@@ -135,7 +148,8 @@ static int unit_index(firth_writer *w, int64_t pid, int bucket, int *out, fr_err
         FR_CHECK(units, FR_ENOMEM, err, "out of memory for a new partition");
         w->units = units;
         for (int b = 0; b < nb; b++)
-            w->units[w->nunits + b] = (wunit){.partition_id = pid, .bucket = b};
+            w->units[w->nunits + b] = (wunit){.partition_id = pid, .bucket = b,
+                                              .writer_id = w->writer_id};
         w->pids[w->npids++] = pid;
         w->nunits += nb;
     }
@@ -173,11 +187,32 @@ static void record_failure(firth_writer *w, wcall *c)
     }
 }
 
-/* Marks a unit's batch in flight done with status; moves complete calls to *done (mu held). */
-static void finish_batch(firth_writer *w, wunit *u, int status, const fr_error *err,
-                         int64_t changed, wcall **done)
+/* Sequence seq of u is finished: off the open set; a stalled unit left idle starts again
+ * under a new writer id (mu held). */
+static void unit_close_seq(wunit *u, int32_t seq)
 {
-    for (wpiece *p = u->sending, *next; p; p = next) {
+    int64_t bit = (int64_t)seq - u->open_base;
+    assert(bit >= 0 && bit < 64 && (u->open_mask >> bit & 1));
+    u->open_mask &= ~((uint64_t)1 << bit);
+    while (u->open_mask && !(u->open_mask & 1)) {
+        u->open_mask >>= 1;
+        u->open_base++;
+    }
+    if (!u->open_mask) u->open_base = u->next_seq;
+    u->inflight--;
+    if (u->stalled && u->inflight == 0) {
+        u->writer_id = fr_client_random_writer_id();
+        u->next_seq = u->open_base = 0;
+        u->stalled = false;
+    }
+}
+
+/* Marks a unit's batch (its pieces, sequence seq) done with status; moves complete calls
+ * to *done (mu held). A failure stalls the unit: see the top of the file. */
+static void finish_batch(firth_writer *w, wunit *u, wpiece *pieces, int32_t seq, int status,
+                         const fr_error *err, int64_t changed, wcall **done)
+{
+    for (wpiece *p = pieces, *next; p; p = next) {
         next = p->next;
         wcall *c = p->call;
         if (status < 0 && c->status == 0) {
@@ -198,8 +233,8 @@ static void finish_batch(firth_writer *w, wunit *u, int status, const fr_error *
         piece_free(p);
     }
     if (status == 0) w->rows_changed += changed;
-    u->sending = NULL;
-    u->next_seq = u->next_seq == INT32_MAX ? 0 : u->next_seq + 1;
+    if (status < 0) u->stalled = true;
+    unit_close_seq(u, seq);
 }
 
 static void run_callbacks(firth_writer *w, wcall *done)
@@ -261,14 +296,20 @@ static int join_pieces(firth_writer *w, wpiece *pieces, fr_batch **rows, uint8_t
     return rc;
 }
 
-static bool retriable(int status) { return status == FR_EIO; }
+/* Statuses after which a batch goes again (FR_ESEQUENCE: once its unit's earlier batches
+ * are answered). */
+static bool retriable(int status) { return status == FR_EIO || status == FR_ESEQUENCE; }
 
 /* One unit's batch to send: its rows and ops (owned), and how it ended. */
 typedef struct wsend {
     int unit;
     int64_t partition_id; /* the unit's, copied: callers may move the units array */
     int bucket;
+    wpiece *pieces;       /* the calls' rows it carries (owned until finished) */
+    int64_t writer_id;    /* its unit's when taken */
     int32_t seq;
+    bool go;              /* a retry: goes in this attempt (decided under mu) */
+    bool first_open;      /* its unit had no earlier batch open when it was last sent */
     fr_batch *rows;
     uint8_t *ops;
     int status;
@@ -282,8 +323,8 @@ static int send_local(firth_writer *w, wsend *s)
     int64_t count = 0;
     fr_error e = {0};
     int rc = w->t->npk ? fr_table_put(t, s->rows, s->ops, w->ntargets ? w->targets : NULL,
-                                      w->ntargets, w->writer_id, s->seq, &count, &e)
-                       : fr_table_append(t, s->rows, w->writer_id, s->seq, &count, &e);
+                                      w->ntargets, s->writer_id, s->seq, &count, &e)
+                       : fr_table_append(t, s->rows, s->writer_id, s->seq, &count, &e);
     if (rc == FR_EDUPLICATE) rc = 0;
     s->status = rc < 0 ? rc : 0;
     s->err = e;
@@ -323,10 +364,18 @@ static void send_all(firth_writer *w, wsend *sends, int n)
     fr_free(todo);
 }
 
+/* Whether unit u may have another batch in flight (mu held). */
+static bool unit_has_room(const firth_writer *w, const wunit *u)
+{
+    /* The open set is a 64-bit mask from the lowest open sequence. */
+    return !u->stalled && u->inflight < w->max_in_flight &&
+           (u->inflight == 0 || (int64_t)u->next_seq - u->open_base < 64);
+}
+
 /* Whether unit u should go now (mu held). */
 static bool unit_ready(const firth_writer *w, const wunit *u, int64_t now)
 {
-    if (!u->head || u->sending) return false;
+    if (!u->head || !unit_has_room(w, u)) return false;
     return w->flushing > 0 || w->stopping || u->bytes >= w->o.batch_bytes ||
            now - u->oldest_ns >= w->o.linger_ms * 1000000;
 }
@@ -339,7 +388,8 @@ static int units_ready(const firth_writer *w, int64_t now, int64_t *wake)
     for (int i = 0; i < w->nunits; i++) {
         const wunit *u = &w->units[i];
         if (unit_ready(w, u, now)) ready++;
-        else if (u->head && !u->sending && u->oldest_ns + w->o.linger_ms * 1000000 < *wake)
+        else if (u->head && unit_has_room(w, u) &&
+                 u->oldest_ns + w->o.linger_ms * 1000000 < *wake)
             *wake = u->oldest_ns + w->o.linger_ms * 1000000;
     }
     return ready;
@@ -350,7 +400,7 @@ static int units_ready(const firth_writer *w, int64_t now, int64_t *wake)
  * encoding, the transfer and the server's write of successive batches overlapping; a writer
  * whose queue outgrew batch_bytes while a batch was in flight would otherwise send the whole
  * buffer (up to buffer_bytes) as one record batch. */
-static int64_t take_batch(firth_writer *w, wunit *u)
+static int64_t take_batch(firth_writer *w, wunit *u, wsend *s)
 {
     wpiece *last = u->head;
     int64_t bytes = last->bytes;
@@ -358,7 +408,17 @@ static int64_t take_batch(firth_writer *w, wunit *u)
         last = last->next;
         bytes += last->bytes;
     }
-    u->sending = u->head;
+    s->pieces = u->head;
+    s->partition_id = u->partition_id;
+    s->bucket = u->bucket;
+    s->writer_id = u->writer_id;
+    s->seq = u->next_seq;
+    s->first_open = u->inflight == 0;
+    if (u->inflight == 0) u->open_base = u->next_seq;
+    u->open_mask |= (uint64_t)1 << (u->next_seq - u->open_base);
+    u->inflight++;
+    if (u->next_seq == INT32_MAX) u->stalled = true; /* a new id before the wrap */
+    else u->next_seq++;
     u->head = last->next;
     last->next = NULL;
     if (!u->head) u->tail = NULL;
@@ -371,10 +431,12 @@ static int64_t take_batch(firth_writer *w, wunit *u)
 
 /* A remote writer does not wait for one request's answer before it sends the next: ready
  * units become flights of about FLIGHT_SEND_BYTES of rows each, and the thread goes on
- * encoding and sending while the server writes and fsyncs (a unit still has one batch in
- * flight, so its rows stay in call order). The connection's reader thread says when an
+ * encoding and sending while the server writes and fsyncs (a unit's batches in flight are
+ * numbered in order: see the top of the file). The connection's reader thread says when an
  * answer came (flight_notify); the thread then settles the flight, sending again, after the
- * backoff, the batches that failed retriably. Only the thread touches the flights list;
+ * backoff, the batches that failed retriably, and a millisecond after, the batches refused
+ * as out of order once their units' earlier batches are answered. One flight's batches
+ * carry one writer id (a request names one). Only the thread touches the flights list;
  * answered is under mu. Lock order: the connection's lock, then mu (the notify runs under
  * the first). */
 typedef struct wflight {
@@ -389,7 +451,10 @@ typedef struct wflight {
     int *cut;                /* request r carries units [cut[r], cut[r + 1]) */
     int nreqs;
     int answered;            /* mu: requests answered, lost or never sent */
-    int attempt;
+    int attempt;             /* rounds of sending so far, less one */
+    int retries;             /* rounds after a retriable failure (FR_EIO) */
+    int64_t writer_id;       /* its batches' */
+    bool in_order;           /* its units may have several batches in flight */
     int64_t retry_ns;        /* > 0: waiting to send the retriable batches again then */
     int64_t backoff_ms;
 } wflight;
@@ -425,16 +490,30 @@ static void flight_free(wflight *f)
     for (int i = 0; i < f->n; i++) {
         fr_batch_free(f->sends[i].rows);
         fr_free(f->sends[i].ops);
+        pieces_free(f->sends[i].pieces);
     }
     fr_free(f->sends);
     fr_free(f);
 }
 
 /* Whether send s is to go in this attempt: the first sends what was joined, later ones
- * what failed retriably. */
+ * what flight_pick chose. */
 static bool flight_todo(const wflight *f, const wsend *s)
 {
-    return s->rows && (f->attempt == 0 ? s->status == 0 : retriable(s->status));
+    return s->rows && (f->attempt == 0 ? s->status == 0 : s->go);
+}
+
+/* Chooses the sends of a retry (mu held): those that failed retriably, but a batch refused
+ * as out of order only once it is the lowest open of its unit. */
+static void flight_pick(firth_writer *w, wflight *f)
+{
+    for (int i = 0; i < f->n; i++) {
+        wsend *s = &f->sends[i];
+        const wunit *u = &w->units[s->unit];
+        s->go = s->pieces && s->rows && retriable(s->status) &&
+                (s->status != FR_ESEQUENCE || s->seq == u->open_base);
+        if (s->go) s->first_open = s->seq == u->open_base;
+    }
 }
 
 /* Encoded bytes of a flight that go out as a request without waiting for the flight's other
@@ -452,8 +531,8 @@ static void flight_start(firth_writer *w, wflight *f, int *sent)
         f->cut[f->nreqs] = at;
         f->cut[f->nreqs + 1] = at + n;
         fr_error e = {0};
-        if (fr_remote_start(w->t, f->units + at, n, w->targets, w->ntargets, w->writer_id,
-                            flight_notify, f, &f->reqs[f->nreqs], &e) < 0) {
+        if (fr_remote_start(w->t, f->units + at, n, w->targets, w->ntargets, f->writer_id,
+                            f->in_order, flight_notify, f, &f->reqs[f->nreqs], &e) < 0) {
             for (int j = at; j < at + n; j++) {
                 f->units[j].status = e.code;
                 f->units[j].err = e;
@@ -494,7 +573,7 @@ static void flight_send(firth_writer *w, wflight *f)
                        .rows = fr_batch_num_rows(s->rows)};
         fr_bufpool_take(w->t->client->encoded, &p->records);
         fr_error e = {0};
-        if (fr_remote_encode(w->t, s->rows, w->t->npk ? s->ops : NULL, w->writer_id, s->seq,
+        if (fr_remote_encode(w->t, s->rows, w->t->npk ? s->ops : NULL, s->writer_id, s->seq,
                              &p->records, &e) < 0) {
             fr_bufpool_give(w->t->client->encoded, &p->records);
             s->status = e.code;
@@ -538,24 +617,37 @@ static void flight_take(firth_writer *w, wflight *f)
  * every send is; otherwise f waits for its retry. */
 static bool flight_settle(firth_writer *w, wflight *f, int64_t now, wcall **done)
 {
-    bool again = f->attempt < w->o.retries;
-    int left = 0;
+    bool again = f->retries < w->o.retries;
+    int failed = 0, waiting = 0;
     for (int i = 0; i < f->n; i++) {
         wsend *s = &f->sends[i];
-        if (!s->rows) continue;
-        if (again && retriable(s->status)) {
-            left++;
+        if (!s->pieces) continue;
+        wunit *u = &w->units[s->unit];
+        /* Out of order behind a batch still open: again once that one is answered. Out of
+         * order as the lowest open, or behind a failure: the gap stays, the batch fails. */
+        if (s->status == FR_ESEQUENCE && !s->first_open && !u->stalled) {
+            waiting++;
             continue;
         }
-        finish_batch(w, &w->units[s->unit], s->status, &s->err, s->changed, done);
+        if (s->rows && again && s->status == FR_EIO) {
+            failed++;
+            continue;
+        }
+        finish_batch(w, u, s->pieces, s->seq, s->status, &s->err, s->changed, done);
+        s->pieces = NULL;
         fr_batch_free(s->rows);
         fr_free(s->ops);
         s->rows = NULL;
         s->ops = NULL;
     }
-    if (left == 0) return true;
+    if (failed + waiting == 0) return true;
     f->attempt++;
     f->answered = 0;
+    if (failed == 0) {
+        f->retry_ns = now + 1000000;
+        return false;
+    }
+    f->retries++;
     f->retry_ns = now + f->backoff_ms * 1000000;
     f->backoff_ms = f->backoff_ms * 2 < 5000 ? f->backoff_ms * 2 : 5000;
     return false;
@@ -573,15 +665,19 @@ static wflight *flight_new(firth_writer *w, int ready, int64_t now)
         fr_free(sends);
         return NULL;
     }
-    *f = (wflight){.w = w, .sends = sends, .backoff_ms = w->o.retry_backoff_ms};
+    *f = (wflight){.w = w, .sends = sends, .backoff_ms = w->o.retry_backoff_ms,
+                   .in_order = w->max_in_flight > 1};
     int64_t bytes = 0;
+    int start = w->next_unit; /* each unit once: a unit may have room for a second batch */
     for (int k = 0; k < w->nunits && bytes < FLIGHT_SEND_BYTES; k++) {
-        int i = (w->next_unit + k) % w->nunits;
+        int i = (start + k) % w->nunits;
         wunit *u = &w->units[i];
         if (!unit_ready(w, u, now)) continue;
-        bytes += take_batch(w, u);
-        sends[f->n++] = (wsend){.unit = i, .partition_id = u->partition_id,
-                                .bucket = u->bucket, .seq = u->next_seq};
+        if (f->n > 0 && u->writer_id != f->writer_id) continue; /* the next flight's */
+        f->writer_id = u->writer_id;
+        sends[f->n] = (wsend){.unit = i};
+        bytes += take_batch(w, u, &sends[f->n]);
+        f->n++;
         w->next_unit = (i + 1) % w->nunits;
     }
     return f;
@@ -591,12 +687,10 @@ static wflight *flight_new(firth_writer *w, int ready, int64_t now)
 static void flight_join(firth_writer *w, wflight *f)
 {
     for (int i = 0; i < f->n; i++) {
-        pthread_mutex_lock(&w->mu);
-        wpiece *pieces = w->units[f->sends[i].unit].sending;
-        pthread_mutex_unlock(&w->mu);
+        wsend *s = &f->sends[i];
         fr_error e = {0};
-        f->sends[i].status = join_pieces(w, pieces, &f->sends[i].rows, &f->sends[i].ops, &e);
-        f->sends[i].err = e;
+        s->status = join_pieces(w, s->pieces, &s->rows, &s->ops, &e);
+        s->err = e;
     }
 }
 
@@ -616,8 +710,10 @@ static bool remote_turn(firth_writer *w, int64_t *wake, wcall **done)
     wflight *nf = ready ? flight_new(w, ready, now) : NULL;
     wflight *answered[64];
     int nans = 0;
-    for (wflight *f = w->flights; f && nans < 64; f = f->next)
+    for (wflight *f = w->flights; f && nans < 64; f = f->next) {
         if (f->retry_ns > 0 ? f->retry_ns <= now : f->answered >= f->nreqs) answered[nans++] = f;
+        if (f->retry_ns > 0 && f->retry_ns <= now) flight_pick(w, f);
+    }
     pthread_mutex_unlock(&w->mu);
     for (int i = 0; i < nans; i++) {
         if (answered[i]->retry_ns > 0) {
@@ -671,9 +767,12 @@ static bool local_turn(firth_writer *w, int64_t *wake, wcall **done)
     for (int i = 0; i < f->n; i++) nsend += f->sends[i].status == 0;
     if (nsend > 0) send_all(w, f->sends, f->n);
     pthread_mutex_lock(&w->mu);
-    for (int i = 0; i < f->n; i++)
-        finish_batch(w, &w->units[f->sends[i].unit], f->sends[i].status, &f->sends[i].err,
-                     f->sends[i].changed, done);
+    for (int i = 0; i < f->n; i++) {
+        wsend *s = &f->sends[i];
+        finish_batch(w, &w->units[s->unit], s->pieces, s->seq, s->status, &s->err, s->changed,
+                     done);
+        s->pieces = NULL;
+    }
     flight_free(f);
     return true;
 }
@@ -737,7 +836,6 @@ static void writer_free(firth_writer *w)
 {
     for (int i = 0; i < w->nunits; i++) {
         pieces_free(w->units[i].head);
-        pieces_free(w->units[i].sending);
     }
     for (wcall *c = w->open, *next; c; c = next) {
         next = c->next;
@@ -762,10 +860,11 @@ int firth_writer_open(firth_client *c, const char *table, const firth_writer_opt
     firth_writer_options_init(&d);
     if (!o) o = &d;
     if (o->batch_bytes <= 0 || o->linger_ms < 0 || o->buffer_bytes <= 0 || o->retries < 0 ||
-        o->retry_backoff_ms < 0 || o->writer_id < -1)
+        o->retry_backoff_ms < 0 || o->writer_id < -1 || o->max_in_flight < 1 ||
+        o->max_in_flight > 64)
         return fr_client_fail(err, FIRTH_EINVAL, "writer options: batch_bytes and buffer_bytes "
                               "must be positive, linger_ms, retries and retry_backoff_ms not "
-                              "negative, writer_id -1 or an id");
+                              "negative, writer_id -1 or an id, max_in_flight 1 to 64");
     firth_writer *w = fr_calloc(1, sizeof *w);
     if (!w) return fr_client_fail(err, FIRTH_ENOMEM, "out of memory opening a writer");
     w->client = c;
@@ -786,6 +885,8 @@ int firth_writer_open(firth_client *c, const char *table, const firth_writer_opt
     }
     w->o.target_columns = w->targets_text;
     w->writer_id = o->writer_id >= 0 ? o->writer_id : fr_client_random_writer_id();
+    /* Several batches of a unit in flight need the log's in-order check: remote log tables. */
+    w->max_in_flight = rc == 0 && c->remote && !w->t->npk ? o->max_in_flight : 1;
     if (rc == 0 && pthread_create(&w->thread, NULL, writer_main, w) != 0)
         rc = fr_fail(&e, FR_ENOMEM, "cannot start the writer's thread");
     if (rc < 0) {

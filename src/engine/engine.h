@@ -313,13 +313,24 @@ fr_log *fr_table_partition_log(fr_table *t, int64_t partition_id, int bucket);
 
 /* ---- bucket-level access (the server) --------------------------------------------------- */
 
+/* A batch appended and not yet durable: fr_log_wait_durable(log, &ticket) says when it is,
+ * and until then it must not be acknowledged. The log lives as long as the table. */
+typedef struct fr_table_pending {
+    fr_log *log;
+    fr_log_ticket ticket;
+} fr_table_pending;
+
 /* fr_table_append_encoded into one bucket of one partition (partition_id -1 for a table
- * without partitions, which is fr_table_append_encoded). For a partition, the batch must be
+ * without partitions, which is fr_table_append_encoded), with log_flags 0 or
+ * FR_LOG_APPEND_IN_ORDER (a writer with several batches in flight: see log.h). With
+ * pending NULL it returns once the batch is durable; otherwise at once, with *pending to
+ * wait on (so that a caller can append its next batches meanwhile). For a partition, the batch must be
  * in the table's current schema (FR_ETYPE otherwise) and every row must hold the
  * partition's values (FR_EINVAL naming the row); FR_ENOTFOUND when there is no partition
  * with that id. Nothing is appended when a check fails. */
 int fr_table_append_encoded_to(fr_table *t, int64_t partition_id, int bucket, uint8_t *rb,
-                               size_t len, int64_t *base_offset, fr_error *err);
+                               size_t len, unsigned log_flags, int64_t *base_offset,
+                               fr_table_pending *pending, fr_error *err);
 /* fr_table_put of rows that all belong in one bucket of one partition (partition_id -1 for
  * a table without partitions): every row is checked to belong there (partition values; the
  * bucket-key hash), FR_EINVAL naming the first that does not, before anything is written;

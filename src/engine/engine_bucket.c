@@ -60,11 +60,14 @@ static int write_partition(fr_table *t, int64_t partition_id, fr_tpart **out, fr
 }
 
 int fr_table_append_encoded_to(fr_table *t, int64_t partition_id, int bucket, uint8_t *rb,
-                               size_t len, int64_t *base_offset, fr_error *err)
+                               size_t len, unsigned log_flags, int64_t *base_offset,
+                               fr_table_pending *pending, fr_error *err)
 {
     fr_tpart *p = NULL;
     FR_TRY(write_partition(t, partition_id, &p, err));
-    if (!p) return fr_table_append_encoded(t, bucket, rb, len, base_offset, err);
+    if (!p)
+        return fr_table_append_encoded_flags(t, bucket, rb, len, log_flags, base_offset,
+                                             pending, err);
     fr_batch *decoded = NULL;
     fr_log *log = NULL;
     fr_rb_view v;
@@ -103,7 +106,7 @@ int fr_table_append_encoded_to(fr_table *t, int64_t partition_id, int bucket, ui
     FR_GOTO(fr_table_check_batch(t, decoded, err));
     FR_GOTO(check_rows_partition(t, p, decoded, err));
     FR_GOTO(fr_tpart_log(t, p, bucket, false, &log, err));
-    rc = fr_log_append(log, rb, len, base_offset, err);
+    rc = fr_table_log_append(log, rb, len, log_flags, base_offset, pending, err);
 fail:
     fr_batch_free(decoded);
     fr_tpart_release(p);

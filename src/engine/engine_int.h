@@ -195,6 +195,14 @@ int fr_table_get_log(fr_table *t, int bucket, fr_log **out, fr_error *err);
 /* Opens the log only when its directory exists (retention must not create empty logs);
  * *out is NULL when there is none. */
 int fr_table_get_log_if_exists(fr_table *t, int bucket, fr_log **out, fr_error *err);
+/* fr_table_append_encoded with log flags (FR_LOG_APPEND_IN_ORDER) for the log's append and
+ * pending as fr_table_append_encoded_to takes it. */
+int fr_table_append_encoded_flags(fr_table *t, int bucket, uint8_t *rb, size_t len,
+                                  unsigned log_flags, int64_t *base_offset,
+                                  fr_table_pending *pending, fr_error *err);
+/* The append of a checked batch to log: durable on return, or pending (see engine.h). */
+int fr_table_log_append(fr_log *log, uint8_t *rb, size_t len, unsigned log_flags,
+                        int64_t *base_offset, fr_table_pending *pending, fr_error *err);
 /* Checks that a batch's columns match the table's types and nullability. */
 int fr_table_check_batch(const fr_table *t, const fr_batch *b, fr_error *err);
 /* Checks the types only (nulls are judged per row by the caller). */

@@ -305,6 +305,21 @@ int fr_table_append(fr_table *t, const fr_batch *b, int64_t writer_id, int32_t s
 int fr_table_append_encoded(fr_table *t, int bucket, uint8_t *rb, size_t len,
                             int64_t *base_offset, fr_error *err)
 {
+    return fr_table_append_encoded_flags(t, bucket, rb, len, 0, base_offset, NULL, err);
+}
+
+int fr_table_log_append(fr_log *log, uint8_t *rb, size_t len, unsigned log_flags,
+                        int64_t *base_offset, fr_table_pending *pending, fr_error *err)
+{
+    if (!pending) return fr_log_append2(log, rb, len, log_flags, base_offset, err);
+    pending->log = log;
+    return fr_log_append_nowait(log, rb, len, log_flags, base_offset, &pending->ticket, err);
+}
+
+int fr_table_append_encoded_flags(fr_table *t, int bucket, uint8_t *rb, size_t len,
+                                  unsigned log_flags, int64_t *base_offset,
+                                  fr_table_pending *pending, fr_error *err)
+{
     FR_CHECK(!atomic_load(&t->dropped), FR_ENOTFOUND, err, "table %s was dropped", t->qname);
     FR_CHECK(t->conf.npk == 0, FR_EINVAL, err, "table %s has a primary key: write with "
              "upserts instead of appends", t->qname);
@@ -334,5 +349,6 @@ int fr_table_append_encoded(fr_table *t, int bucket, uint8_t *rb, size_t len,
              v.record_count, rows);
     fr_log *log = NULL;
     FR_TRY(fr_table_get_log(t, bucket, &log, err));
-    return fr_log_append2(log, rb, len, FR_LOG_APPEND_VERIFIED, base_offset, err);
+    return fr_table_log_append(log, rb, len, FR_LOG_APPEND_VERIFIED | log_flags, base_offset,
+                               pending, err);
 }

@@ -18,11 +18,15 @@
 #include <assert.h>
 #include <errno.h>
 #include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Positions in an offset-index entry are 32-bit: a segment stays below 2^31 bytes plus one
  * batch. */
 #define LOG_SEGMENT_BYTES_MAX ((int64_t)1 << 31)
+/* How long an in-order batch waits for the writer's batch before it (FR_LOG_APPEND_IN_ORDER):
+ * long enough for a batch sent just before it on the same connection to be appended. */
+#define LOG_SEQUENCE_WAIT_NS ((int64_t)100 * 1000000)
 
 void fr_log_options_default(fr_log_options *o)
 {
@@ -57,6 +61,7 @@ static void log_free(fr_log *log)
     fr_free(log->segs);
     fr_free(log->writers);
     pthread_cond_destroy(&log->flush_cond);
+    pthread_cond_destroy(&log->seq_cond);
     pthread_mutex_destroy(&log->mu);
     pthread_mutex_destroy(&log->write_mu);
     fr_free(log->name);
@@ -77,6 +82,11 @@ int fr_log_open(const char *dir, const fr_log_options *opts, fr_log **out, fr_er
     pthread_mutex_init(&log->write_mu, NULL);
     pthread_mutex_init(&log->mu, NULL);
     pthread_cond_init(&log->flush_cond, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&log->seq_cond, &ca);
+    pthread_condattr_destroy(&ca);
     atomic_init(&log->fsync_us, 0);
     for (int b = 0; b < FR_LOG_FSYNC_BUCKETS; b++) atomic_init(&log->fsync_hist[b], 0);
     log->opts = *opts;
@@ -317,13 +327,48 @@ static int roll(fr_log *log, fr_error *err)
     return FR_OK;
 }
 
-/* The idempotence check: FR_EDUPLICATE when this writer's sequence was seen. write_mu held. */
-static int check_duplicate(fr_log *log, const fr_rb_view *v, int64_t *base_offset,
-                           fr_error *err)
+/* Where a writer's batch stands against what the log has seen of the writer. */
+typedef enum { SEQ_NEXT, SEQ_SEEN, SEQ_EARLY } seq_verdict;
+
+/* In order, a writer the log does not know starts at 0: a later first batch may have
+ * overtaken the writer's first, which would then pass for a duplicate. */
+static seq_verdict sequence_verdict(fr_log *log, const fr_rb_view *v, unsigned flags)
+{
+    bool in_order = flags & FR_LOG_APPEND_IN_ORDER;
+    const log_writer_state *w = log_writer_find(log, v->writer_id);
+    if (!w) return !in_order || v->batch_sequence == 0 ? SEQ_NEXT : SEQ_EARLY;
+    if (v->batch_sequence <= w->seq) return SEQ_SEEN;
+    return !in_order || v->batch_sequence - 1 == w->seq ? SEQ_NEXT : SEQ_EARLY;
+}
+
+/* The idempotence check: FR_EDUPLICATE when this writer's sequence was seen. With
+ * FR_LOG_APPEND_IN_ORDER a batch that came before the one it follows waits a little for
+ * it (both were most likely sent back to back and are being appended by two threads right
+ * now), then is refused with FR_ESEQUENCE. write_mu held (released while waiting). */
+static int check_sequence(fr_log *log, const fr_rb_view *v, unsigned flags,
+                          int64_t *base_offset, fr_error *err)
 {
     if (v->writer_id == FR_NO_WRITER || v->batch_sequence < 0) return FR_OK;
-    log_writer_state *w = log_writer_find(log, v->writer_id);
-    if (!w || v->batch_sequence > w->seq) return FR_OK;
+    seq_verdict s = sequence_verdict(log, v, flags);
+    int64_t deadline = 0;
+    while (s == SEQ_EARLY) {
+        int64_t now = fr_monotonic_ns();
+        if (deadline == 0) deadline = now + LOG_SEQUENCE_WAIT_NS;
+        if (now >= deadline) break;
+        struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000),
+                              .tv_nsec = (long)(deadline % 1000000000)};
+        log->seq_waiters++;
+        pthread_cond_timedwait(&log->seq_cond, &log->write_mu, &ts);
+        log->seq_waiters--;
+        s = sequence_verdict(log, v, flags);
+    }
+    if (s == SEQ_NEXT) return FR_OK;
+    const log_writer_state *w = log_writer_find(log, v->writer_id);
+    if (s == SEQ_EARLY)
+        return fr_fail(err, FR_ESEQUENCE,
+                       "log %s: writer %lld sent sequence %d before %d; nothing was written",
+                       log->name, (long long)v->writer_id, (int)v->batch_sequence,
+                       w ? (int)w->seq + 1 : 0);
     *base_offset = v->batch_sequence == w->seq ? w->base_offset : -1;
     return fr_fail(err, FR_EDUPLICATE,
                    "log %s: writer %lld sent sequence %d again (the last appended is %d)",
@@ -331,15 +376,17 @@ static int check_duplicate(fr_log *log, const fr_rb_view *v, int64_t *base_offse
 }
 
 /* Writes the batch at the end of the active segment and publishes it. write_mu held. */
-static int append_locked(fr_log *log, uint8_t *batch, fr_rb_view *v, int64_t *base_offset,
-                         int64_t *end, int64_t *truncations, fr_error *err)
+static int append_locked(fr_log *log, uint8_t *batch, fr_rb_view *v, unsigned flags,
+                         int64_t *base_offset, int64_t *end, int64_t *truncations,
+                         fr_error *err)
 {
+    /* First: an in-order batch may wait here, with write_mu released. */
+    FR_TRY(check_sequence(log, v, flags, base_offset, err));
     pthread_mutex_lock(&log->mu);
     int failed = log->failed;
     *truncations = log->truncations;
     pthread_mutex_unlock(&log->mu);
     if (failed) return failed_error(log, err);
-    FR_TRY(check_duplicate(log, v, base_offset, err));
 
     log_segment *seg = log->segs[log->nsegs - 1];
     int64_t len = v->length;
@@ -374,6 +421,7 @@ static int append_locked(fr_log *log, uint8_t *batch, fr_rb_view *v, int64_t *ba
         log_writer_note(log, v->writer_id, v->batch_sequence, base, &ierr) < 0)
         FR_WARN("log %s: writer %lld not recorded: %s", log->name, (long long)v->writer_id,
                 ierr.msg);
+    if (log->seq_waiters > 0) pthread_cond_broadcast(&log->seq_cond);
     log->last_ts = ts;
     pthread_mutex_lock(&log->mu);
     seg->size += len;
@@ -395,7 +443,7 @@ int fr_log_append(fr_log *log, uint8_t *batch, size_t len, int64_t *base_offset,
 int fr_log_append_nowait(fr_log *log, uint8_t *batch, size_t len, unsigned flags,
                          int64_t *base_offset, fr_log_ticket *ticket, fr_error *err)
 {
-    assert((flags & ~FR_LOG_APPEND_VERIFIED) == 0);
+    assert((flags & ~(FR_LOG_APPEND_VERIFIED | FR_LOG_APPEND_IN_ORDER)) == 0);
     fr_rb_view v;
     int rc;
     if (flags & FR_LOG_APPEND_VERIFIED) {
@@ -420,7 +468,7 @@ int fr_log_append_nowait(fr_log *log, uint8_t *batch, size_t len, unsigned flags
              (int)v.length);
     int64_t end = 0, truncations = 0;
     pthread_mutex_lock(&log->write_mu);
-    rc = append_locked(log, batch, &v, base_offset, &end, &truncations, err);
+    rc = append_locked(log, batch, &v, flags, base_offset, &end, &truncations, err);
     pthread_mutex_unlock(&log->write_mu);
     if (rc < 0) return rc;
     *ticket = (fr_log_ticket){ .end = end, .truncations = truncations };

@@ -172,6 +172,12 @@ int fr_log_append(fr_log *log, uint8_t *batch, size_t len, int64_t *base_offset,
                                      * and has not changed it since: the log checks its
                                      * header and layout but skips the CRC-32C and the IPC
                                      * message (checked by assert in debug builds) */
+#define FR_LOG_APPEND_IN_ORDER 0x2u /* a writer the log knows must send its next sequence
+                                     * (the last appended plus one): a later one is refused
+                                     * with FR_ESEQUENCE and nothing written, so a writer
+                                     * with several batches in flight never has one appended
+                                     * before a batch it follows; a writer it does not know
+                                     * must start at 0 (FR_ESEQUENCE otherwise) */
 
 /* fr_log_append with flags (0 is fr_log_append). FR_LOG_APPEND_VERIFIED is only for trusted
  * in-process callers, such as the engine appending what it just encoded, or a batch from a

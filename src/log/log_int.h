@@ -105,6 +105,8 @@ struct fr_log {
     pthread_mutex_t write_mu;
     pthread_mutex_t mu;
     pthread_cond_t flush_cond;
+    pthread_cond_t seq_cond; /* (write_mu) a writer's sequence moved on, for in-order waits */
+    int seq_waiters;         /* (write_mu) appends waiting on seq_cond */
 
     log_segment **segs; /* (mu) ascending base offsets; the last is the active segment */
     int nsegs, segs_cap;

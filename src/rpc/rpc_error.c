@@ -2,7 +2,7 @@
  * proto's ErrorCode, their names, and the Error message built from an fr_error and read
  * back into one.
  *
- * Invariant: statuses FR_EINVAL..FR_EDUPLICATE are codes 1..14 (asserted below), so the
+ * Invariant: statuses FR_EINVAL..FR_ESEQUENCE are codes 1..15 (asserted below), so the
  * mapping of those is a negation both ways and survives a round trip. */
 #include "rpc/rpc.h"
 
@@ -23,18 +23,19 @@ _Static_assert(FIRTH__ERROR_CODE__SYNTAX_ERROR == -FR_ESYNTAX, "wire codes follo
 _Static_assert(FIRTH__ERROR_CODE__TYPE_MISMATCH == -FR_ETYPE, "wire codes follow FR_E*");
 _Static_assert(FIRTH__ERROR_CODE__BAD_STATE == -FR_ESTATE, "wire codes follow FR_E*");
 _Static_assert(FIRTH__ERROR_CODE__DUPLICATE == -FR_EDUPLICATE, "wire codes follow FR_E*");
+_Static_assert(FIRTH__ERROR_CODE__OUT_OF_ORDER == -FR_ESEQUENCE, "wire codes follow FR_E*");
 
 Firth__ErrorCode fr_rpc_code_from_status(int status)
 {
     if (status == 0) return FIRTH__ERROR_CODE__NONE;
-    if (status <= FR_EINVAL && status >= FR_EDUPLICATE) return (Firth__ErrorCode)-status;
+    if (status <= FR_EINVAL && status >= FR_ESEQUENCE) return (Firth__ErrorCode)-status;
     return FIRTH__ERROR_CODE__UNKNOWN_ERROR;
 }
 
 int fr_rpc_status_from_code(int code)
 {
     if (code == FIRTH__ERROR_CODE__NONE) return 0;
-    if (code >= -FR_EINVAL && code <= -FR_EDUPLICATE) return -code;
+    if (code >= -FR_EINVAL && code <= -FR_ESEQUENCE) return -code;
     switch (code) {
     case FIRTH__ERROR_CODE__UNKNOWN_API:
     case FIRTH__ERROR_CODE__UNSUPPORTED_VERSION: return FR_EUNSUPPORTED;

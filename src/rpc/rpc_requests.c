@@ -9,8 +9,8 @@
  * and the request passes the same checks (fr_rpc_request_check).
  *
  * The two messages share their shape: path (1), table_id (2), writer_id (3), then the
- * buckets (4 in produce_log; 5 in put_kv, whose 4 is target_columns), each bucket a
- * partition_id (1), a bucket (2) and records (3). */
+ * buckets (4 in produce_log, whose 5 is in_order; 5 in put_kv, whose 4 is target_columns),
+ * each bucket a partition_id (1), a bucket (2) and records (3). */
 #include "rpc/rpc_wire.h"
 
 #include <assert.h>
@@ -56,6 +56,7 @@ typedef struct request_read {
     size_t *n_buckets, cap;
     int32_t **targets; /* put_kv's target_columns, or NULL */
     size_t *n_targets, targets_cap;
+    protobuf_c_boolean *in_order; /* produce_log's, or NULL */
 } request_read;
 
 static int request_field(fr_wire *w, uint32_t field, int type, void *m, fr_error *err)
@@ -66,6 +67,7 @@ static int request_field(fr_wire *w, uint32_t field, int type, void *m, fr_error
     if (field == 3) return fr_wire_int64(w, type, r->writer_id, err);
     if (field == 4 && r->targets)
         return fr_wire_int32s(w, type, r->targets, r->n_targets, &r->targets_cap, err);
+    if (field == 5 && r->in_order) return fr_wire_bool(w, type, r->in_order, err);
     if (field != r->buckets_field) return FR_WIRE_UNKNOWN;
     fr_wire sub;
     void *b = NULL;
@@ -83,7 +85,8 @@ static request_read request_of(ProtobufCMessage *m)
         return (request_read){.path = &q->path, .table_id = &q->table_id,
                               .writer_id = &q->writer_id, .buckets_field = 4,
                               .bucket = &firth__produce_bucket__descriptor,
-                              .buckets = (void ***)&q->buckets, .n_buckets = &q->n_buckets};
+                              .buckets = (void ***)&q->buckets, .n_buckets = &q->n_buckets,
+                              .in_order = &q->in_order};
     }
     Firth__PutKvRequest *q = (Firth__PutKvRequest *)m;
     return (request_read){.path = &q->path, .table_id = &q->table_id,

@@ -122,6 +122,15 @@ int fr_wire_int32(fr_wire *w, int type, int32_t *v, fr_error *err)
     return 0;
 }
 
+int fr_wire_bool(fr_wire *w, int type, protobuf_c_boolean *v, fr_error *err)
+{
+    uint64_t u;
+    FR_TRY(fr_wire_want(w, type, FR_WT_VARINT, err));
+    FR_TRY(fr_wire_varint(w, &u, err));
+    *v = u != 0;
+    return 0;
+}
+
 /* Room for one more element of elem bytes in the repeated field's array *items of n
  * (capacity *cap), doubling it and counting the growth against the budget. */
 static int grow_array(const fr_wire *w, void *items, size_t n, size_t *cap, size_t elem,

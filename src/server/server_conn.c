@@ -143,8 +143,7 @@ static void write_free(srv_write *w)
     fr_free(w->data);
     if (w->g) fr_rpc_gather_free(w->g);
     fr_free(w->g);
-    for (int i = 0; i < w->nkept; i++) fr_buf_free(&w->kept[i]);
-    fr_free(w->kept);
+    srv_bufs_give(w->conn->srv, w->kept, w->nkept);
     fr_free(w);
 }
 

@@ -359,6 +359,7 @@ static void server_destroy(fr_server *s)
     pthread_mutex_destroy(&s->exit_mu);
     pthread_cond_destroy(&s->exit_cv);
     fr_server_options_free(&s->opts);
+    fr_bufpool_free(s->bufs);
     fr_free(s->metrics);
     fr_free(s);
 }
@@ -414,6 +415,10 @@ int fr_server_start(const fr_server_options *o, fr_server **out, fr_error *err)
     eo.data_dir = s->opts.data_dir;
     FR_GOTO(fr_engine_open(&eo, &s->engine, err));
     FR_GOTO(srv_pool_new(s->opts.workers, &s->pool, err));
+    /* Fetches read records into buffers of up to server.fetch.bucket.bytes.max: kept and
+     * reused, whichever worker reads next, they are not page-faulted in afresh. */
+    s->bufs = fr_bufpool_new(SRV_BUFS_KEEP_BYTES);
+    if (!s->bufs) FR_GOTO(fr_fail(err, FR_ENOMEM, "out of memory"));
     FR_GOTO(srv_pool_new(s->opts.sql_workers, &s->sql_pool, err));
     FR_GOTO(listen_native(s, err));
     FR_GOTO(srv_http_start(s, err));

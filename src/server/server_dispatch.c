@@ -29,12 +29,17 @@ int srv_respond(srv_job *j, fr_rpc_result result, const ProtobufCMessage *body, 
                                  j->srv->opts.frame_bytes_max, err);
 }
 
+void srv_bufs_give(fr_server *s, fr_buf *bufs, int n)
+{
+    for (int i = 0; i < n; i++) fr_bufpool_give(s->bufs, &bufs[i]);
+    fr_free(bufs);
+}
+
 void srv_job_drop_gather(srv_job *j)
 {
     if (j->gout) fr_rpc_gather_free(j->gout);
     fr_free(j->gout);
-    for (int i = 0; i < j->nkept; i++) fr_buf_free(&j->kept[i]);
-    fr_free(j->kept);
+    srv_bufs_give(j->srv, j->kept, j->nkept);
     j->gout = NULL;
     j->kept = NULL;
     j->nkept = 0;

@@ -49,11 +49,10 @@ typedef struct fetch_run {
 static void run_free(fetch_run *r)
 {
     for (int i = 0; i < r->ntables; i++) fr_table_release(r->tables[i]);
-    for (int i = 0; i < r->nbufs; i++) fr_buf_free(&r->bufs[i]);
+    srv_bufs_give(r->s, r->bufs, r->nbufs);
     fr_free(r->tables);
     fr_free(r->logs);
     fr_free(r->next);
-    fr_free(r->bufs);
     fr_arena_free(r->a);
 }
 
@@ -247,6 +246,7 @@ static int fetch_bucket(fetch_run *r, fr_table *t, const Firth__FetchBucket *fb,
     br->first_free = r->total_bytes == 0;
     if (fb->fetch_offset < end && (br->budget > 0 || br->first_free)) {
         int64_t records = 0;
+        fr_bufpool_take(r->s->bufs, buf);
         FR_TRY(read_bucket(log, fb->fetch_offset, br, buf, &next, &records, err));
         if (tm) {
             atomic_fetch_add(&tm->fetched_records, (uint64_t)records);

@@ -57,6 +57,7 @@ typedef struct srv_metrics {
     srv_api_metrics api[FR_RPC_API_COUNT + 1]; /* the last: unknown api keys */
     atomic_uint_fast64_t bytes_in, bytes_out;
     atomic_uint_fast64_t connections_accepted, connections_refused, bad_frames;
+    atomic_uint_fast64_t produce_out_of_order;
     atomic_int_fast64_t connections_open, requests_in_flight, fetches_parked;
     srv_table_metrics tables[SRV_TABLE_SLOTS];
 } srv_metrics;
@@ -138,11 +139,17 @@ struct srv_job {
     bool part_failed;              /* (part_mu) the connection is gone */
 };
 
+/* What the server keeps of answers' record buffers for reuse (fr_bufpool). */
+#define SRV_BUFS_KEEP_BYTES ((size_t)64 << 20)
+/* Gives the buffers of an answer back to the server's pool and frees the array. */
+void srv_bufs_give(fr_server *s, fr_buf *bufs, int n);
+
 struct fr_server {
     fr_server_options opts;        /* a copy: strings owned */
     fr_engine *engine;
     srv_pool *pool;                /* data requests */
     srv_pool *sql_pool;            /* execute_sql, so that long queries do not hold the others */
+    fr_bufpool *bufs;              /* answers' record buffers, kept mapped for the next ones */
     char address[FR_SERVER_ADDRESS_BYTES_MAX];
     char http_address[FR_SERVER_ADDRESS_BYTES_MAX];
     bool http_on;
@@ -244,6 +251,7 @@ typedef struct srv_entry_result {
     int64_t base_offset;
     int64_t commit_ts;
     int64_t rows_changed, changelog_records; /* put_kv */
+    fr_table_pending pending; /* produce_log: appended, waiting for durability */
 } srv_entry_result;
 
 /* Entries ordered by (partition, bucket, position), cut into groups of one bucket. */

@@ -139,6 +139,10 @@ static int render_server(const srv_metrics *cm, fr_buf *out, fr_error *err)
                   "Frames or bodies that could not be read (bad length, unknown api, "
                   "malformed protobuf).", err));
     P("firth_bad_frames_total %" PRIu64 "\n", load(&m->bad_frames));
+    FR_TRY(header(out, "firth_produce_out_of_order_total", "counter",
+                  "Batches refused because a writer's earlier batch to the bucket had not "
+                  "been appended yet (the writer sends them again in order).", err));
+    P("firth_produce_out_of_order_total %" PRIu64 "\n", load(&m->produce_out_of_order));
     FR_TRY(header(out, "firth_requests_in_flight", "gauge",
                   "Requests being worked on (parked fetches included).", err));
     P("firth_requests_in_flight %" PRId64 "\n", (int64_t)atomic_load(&m->requests_in_flight));

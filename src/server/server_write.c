@@ -1,12 +1,16 @@
 /* server_write.c — produce_log: record batches from a client appended to the buckets they
  * name, and the grouping of a request's entries by bucket that put_kv (server_put.c) shares.
  *
- * The entries of one request are grouped by bucket; the groups run side by side on the
- * worker pool (srv_pool_parallel), since each append waits for its bucket's fsync and
- * fsyncs of different buckets do not wait for each other, while the entries of one bucket
- * run in request order. Every entry is checked whole before anything of it is appended (a
- * bad CRC, a batch in another schema, rows in the wrong partition or bucket): a bad entry
- * gets its error and nothing of it is written, the others are written.
+ * produce_log appends every entry of a request in request order on the request's thread
+ * without waiting for the disk, then waits for durability with the entries grouped by
+ * bucket, the groups side by side on the worker pool (srv_pool_parallel): each wait may
+ * lead its bucket's fsync, and fsyncs of different buckets do not wait for each other.
+ * Appending first keeps a writer's batches in the order it sent them when it has several
+ * requests in flight (the next request's appends find this one's done or under way, see
+ * FR_LOG_APPEND_IN_ORDER). put_kv (server_put.c) runs whole groups side by side. Every
+ * entry is checked whole before anything of it is appended (a bad CRC, a batch in another
+ * schema, rows in the wrong partition or bucket): a bad entry gets its error and nothing
+ * of it is written, the others are written.
  *
  * Threads: the groups run on several threads, so their results go into a plain array and
  * the response message is built afterwards on the request's own thread. */
@@ -35,6 +39,7 @@ void srv_groups_free(srv_entry_groups *g)
 {
     fr_free(g->order);
     fr_free(g->start);
+    g->order = g->start = NULL;
 }
 
 static int groups_build(size_t n, const int64_t *pids, const int32_t *buckets, srv_entry_groups *g,
@@ -96,6 +101,7 @@ typedef struct produce_ctx {
     srv_entry_result *results;
 } produce_ctx;
 
+/* Checks and appends entry i without waiting for the disk. */
 static void produce_entry(produce_ctx *pc, int i)
 {
     Firth__ProduceBucket *e = pc->req->buckets[i];
@@ -105,23 +111,36 @@ static void produce_entry(produce_ctx *pc, int i)
     size_t n = e->records.len;
     r->rc = srv_check_writer(p, n, pc->req->writer_id, &r->err);
     if (r->rc < 0) return;
-    r->rc = fr_table_append_encoded_to(pc->t, e->partition_id, e->bucket, p, n,
-                                       &r->base_offset, &r->err);
-    if (r->rc == FR_OK) {
-        r->commit_ts = (int64_t)fr_get_u64le(p + RB_OFF_COMMIT_TS);
-        if (pc->tm) {
-            atomic_fetch_add(&pc->tm->appended_records, fr_get_u32le(p + RB_OFF_RECORD_COUNT));
-            atomic_fetch_add(&pc->tm->appended_bytes, n);
-            atomic_fetch_add(&pc->tm->appended_batches, 1);
-        }
+    unsigned flags = pc->req->in_order ? FR_LOG_APPEND_IN_ORDER : 0;
+    r->rc = fr_table_append_encoded_to(pc->t, e->partition_id, e->bucket, p, n, flags,
+                                       &r->base_offset, &r->pending, &r->err);
+    if (r->rc == FR_OK) r->commit_ts = (int64_t)fr_get_u64le(p + RB_OFF_COMMIT_TS);
+}
+
+/* Waits until appended entry i is durable. */
+static void produce_wait(produce_ctx *pc, int i)
+{
+    srv_entry_result *r = &pc->results[i];
+    if (r->rc != FR_OK) return;
+    r->rc = fr_log_wait_durable(r->pending.log, &r->pending.ticket, &r->err);
+    if (r->rc != FR_OK) {
+        r->base_offset = -1;
+        return;
+    }
+    if (pc->tm) {
+        const uint8_t *p = pc->req->buckets[i]->records.data;
+        atomic_fetch_add(&pc->tm->appended_records, fr_get_u32le(p + RB_OFF_RECORD_COUNT));
+        atomic_fetch_add(&pc->tm->appended_bytes, pc->req->buckets[i]->records.len);
+        atomic_fetch_add(&pc->tm->appended_batches, 1);
     }
 }
 
-static void produce_group(void *ctx, int g)
+/* Waits until the appended entries of group g are durable, in request order. */
+static void produce_group_wait(void *ctx, int g)
 {
     produce_ctx *pc = ctx;
     for (int k = pc->groups->start[g]; k < pc->groups->start[g + 1]; k++)
-        produce_entry(pc, pc->groups->order[k]);
+        produce_wait(pc, pc->groups->order[k]);
 }
 
 /* Runs fn over the groups of the request's entries (pids/buckets per entry). */
@@ -162,7 +181,13 @@ int srv_handle_produce_log(fr_server *s, srv_job *j, fr_error *err)
         buckets[i] = req->buckets[i]->bucket;
     }
     produce_ctx pc = {s, t, srv_metrics_table(s->metrics, t), req, &g, results};
-    FR_GOTO(srv_run_groups(s, n, pids, buckets, produce_group, &pc, &g, err));
+    for (size_t i = 0; i < n; i++) produce_entry(&pc, (int)i);
+    /* Appended entries are waited for whatever happens next: they are in the logs. */
+    rc = srv_run_groups(s, n, pids, buckets, produce_group_wait, &pc, &g, err);
+    if (rc < 0) {
+        for (size_t i = 0; i < n; i++) produce_wait(&pc, (int)i);
+        goto fail;
+    }
 
     Firth__ProduceLogResponse resp = FIRTH__PRODUCE_LOG_RESPONSE__INIT;
     resp.buckets = srv_zalloc(a, (n + 1) * sizeof *resp.buckets);
@@ -178,7 +203,9 @@ int srv_handle_produce_log(fr_server *s, srv_job *j, fr_error *err)
         if (results[i].rc < 0) {
             r->error = srv_item_error(a, &results[i].err);
             if (!r->error) FR_GOTO(fr_fail(err, FR_ENOMEM, "out of memory"));
-            if (results[i].rc != FR_EDUPLICATE) {
+            if (results[i].rc == FR_ESEQUENCE) {
+                atomic_fetch_add(&s->metrics->produce_out_of_order, 1);
+            } else if (results[i].rc != FR_EDUPLICATE) {
                 r->base_offset = -1;
                 FR_DEBUG("produce_log %s.%s bucket %d: %s", fr_table_db(t), fr_table_name(t),
                          r->bucket, results[i].err.msg);

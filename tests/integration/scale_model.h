@@ -243,6 +243,7 @@ static inline void *sm_producer_main(void *arg)
         o.batch_bytes = 4096 << ik_rand_between(&p->rng, 0, 3);
         o.retries = sm_retries(p);
         o.retry_backoff_ms = 50;
+        o.max_in_flight = (int)ik_rand_between(&p->rng, 1, 5); /* log tables: pipelined */
         o.on_ack = sm_on_ack;
         o.ack_ctx = p;
         IK_OK(firth_writer_open(client, SM_TABLE[p->table], &o, &writer, &err), err);

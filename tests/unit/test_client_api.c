@@ -368,6 +368,7 @@ static void test_writer_log(void **state)
     firth_writer_options_init(&o);
     o.linger_ms = 20;
     o.batch_bytes = 4096;
+    o.max_in_flight = 4; /* remote: a bucket's batches pipelined, applied in order */
     o.on_ack = on_ack;
     o.ack_ctx = &a;
     firth_writer *w = NULL;
@@ -439,8 +440,13 @@ static void test_writer_batch_bound(void **state)
     firth_writer_options_init(&o);
     o.linger_ms = 60000; /* only size and flush send */
     o.batch_bytes = 1;   /* every call's rows are more than a batch: one call per batch */
+    o.max_in_flight = 8; /* remote: up to 8 of them on the way, appended in call order */
     firth_writer *w = NULL;
     OK(firth_writer_open(client, "bounded", &o, &w, &err), err);
+    o.max_in_flight = 0;
+    firth_writer *bad = NULL;
+    assert_int_equal(firth_writer_open(client, "bounded", &o, &bad, &err), FIRTH_EINVAL);
+    assert_null(bad);
     for (int i = 0; i < 20; i++) {
         firth_batch *b = range_of(i * 40, 40);
         OK(firth_writer_append(w, b, NULL, &err), err);

@@ -1,10 +1,11 @@
 /* test_log.c — the record-batch format and the log's everyday paths: encode/decode, column
  * statistics, append and read with projection and filter, offsets across rolled segments,
- * offsets by time, retention, idempotent writers, truncation and raw reads. */
+ * offsets by time, retention, idempotent and in-order writers, truncation and raw reads. */
 #include "log_testkit.h"
 
 #include <dirent.h>
 #include <math.h>
+#include <pthread.h>
 #include <time.h>
 
 /* ---- record batch format ---------------------------------------------------------------- */
@@ -692,6 +693,74 @@ static void test_idempotent_writer(void **state)
     lt_rmdir(dir);
 }
 
+/* An in-order append of one row (first_id) of writer with sequence seq. */
+static int append_in_order(fr_log *log, const fr_schema *s, int64_t first_id, int64_t writer,
+                           int32_t seq, int64_t *base, fr_error *err)
+{
+    fr_buf buf;
+    fr_buf_init(&buf);
+    lt_encode(s, first_id, 1, writer, seq, FR_COMPRESSION_NONE, NULL, &buf);
+    int rc = fr_log_append2(log, buf.data, buf.len, FR_LOG_APPEND_IN_ORDER, base, err);
+    fr_buf_free(&buf);
+    return rc;
+}
+
+/* Writer 91's sequence 1, appended in order on a thread of its own. */
+typedef struct in_order_arg {
+    fr_log *log;
+    const fr_schema *s;
+    int rc;
+    int64_t base;
+} in_order_arg;
+
+static void *append_seq1(void *p)
+{
+    in_order_arg *a = p;
+    fr_error err;
+    a->rc = append_in_order(a->log, a->s, 100, 91, 1, &a->base, &err);
+    return NULL;
+}
+
+/* In order, a writer's batch is appended only after the one it follows: one that overtook it
+ * waits for it, and one whose predecessor never comes is refused without being written. */
+static void test_in_order_writer(void **state)
+{
+    (void)state;
+    char *dir = lt_tmpdir("log-in-order");
+    fr_schema *s = lt_schema();
+    fr_log *log = lt_open(dir, NULL);
+    fr_error err;
+    int64_t base;
+    /* A writer the log does not know starts at 0. */
+    assert_int_equal(append_in_order(log, s, 0, 90, 1, &base, &err), FR_ESEQUENCE);
+    assert_non_null(strstr(err.msg, "before 0"));
+    assert_int_equal(append_in_order(log, s, 0, 90, 0, &base, &err), 0);
+    assert_int_equal(append_in_order(log, s, 1, 90, 1, &base, &err), 0);
+    /* A gap is refused, and nothing of it written. */
+    assert_int_equal(append_in_order(log, s, 2, 90, 3, &base, &err), FR_ESEQUENCE);
+    assert_non_null(strstr(err.msg, "sent sequence 3 before 2"));
+    assert_int_equal(fr_log_end_offset(log), 2);
+    /* Retries of what was appended are still duplicates; without the flag, gaps pass. */
+    assert_int_equal(append_in_order(log, s, 1, 90, 1, &base, &err), FR_EDUPLICATE);
+    assert_int_equal(lt_append_ex(log, s, 2, 1, 90, 5, &base, &err), 0);
+    /* Writer 91's sequence 1 overtakes its 0: it waits, and is appended right after it. */
+    in_order_arg a = {.log = log, .s = s, .rc = -99};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, append_seq1, &a), 0);
+    struct timespec pause = {.tv_nsec = 20 * 1000000};
+    nanosleep(&pause, NULL);
+    assert_int_equal(fr_log_end_offset(log), 3); /* still waiting */
+    assert_int_equal(append_in_order(log, s, 3, 91, 0, &base, &err), 0);
+    assert_int_equal(base, 3);
+    pthread_join(t, NULL);
+    assert_int_equal(a.rc, 0);
+    assert_int_equal(a.base, 4);
+    assert_int_equal(fr_log_end_offset(log), 5);
+    fr_log_close(log);
+    fr_schema_free(s);
+    lt_rmdir(dir);
+}
+
 static void test_truncate(void **state)
 {
     (void)state;
@@ -868,6 +937,7 @@ int main(void)
         cmocka_unit_test(test_offset_for_time),
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_idempotent_writer),
+        cmocka_unit_test(test_in_order_writer),
         cmocka_unit_test(test_truncate),
         cmocka_unit_test(test_read_while_removed),
         cmocka_unit_test(test_change_types),
