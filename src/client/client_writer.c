@@ -434,8 +434,9 @@ static int64_t take_batch(firth_writer *w, wunit *u, wsend *s)
  * encoding and sending while the server writes and fsyncs (a unit's batches in flight are
  * numbered in order: see the top of the file). The connection's reader thread says when an
  * answer came (flight_notify); the thread then settles the flight, sending again, after the
- * backoff, the batches that failed retriably, and a millisecond after, the batches refused
- * as out of order once their units' earlier batches are answered. One flight's batches
+ * backoff, the batches that failed retriably, and the batches refused as out of order once
+ * their units' earlier batches are answered (looked at after 1 ms, then up to every 64 ms
+ * while they wait: the batch before may wait for a retry itself). One flight's batches
  * carry one writer id (a request names one). Only the thread touches the flights list;
  * answered is under mu. Lock order: the connection's lock, then mu (the notify runs under
  * the first). */
@@ -455,6 +456,7 @@ typedef struct wflight {
     int retries;             /* rounds after a retriable failure (FR_EIO) */
     int64_t writer_id;       /* its batches' */
     bool in_order;           /* its units may have several batches in flight */
+    int64_t wait_ms;         /* > 0: rounds of only waiting batches, looked at this often */
     int64_t retry_ns;        /* > 0: waiting to send the retriable batches again then */
     int64_t backoff_ms;
 } wflight;
@@ -550,6 +552,8 @@ static void flight_send(firth_writer *w, wflight *f)
 {
     int todo = 0;
     for (int i = 0; i < f->n; i++) todo += flight_todo(f, &f->sends[i]);
+    if (todo == 0) return; /* all wait for earlier batches: settled again as they are */
+    f->wait_ms = 0;
     f->units = fr_calloc((size_t)todo + 1, sizeof *f->units);
     f->map = fr_calloc((size_t)todo + 1, sizeof *f->map);
     f->reqs = fr_calloc((size_t)todo + 1, sizeof *f->reqs);
@@ -643,8 +647,9 @@ static bool flight_settle(firth_writer *w, wflight *f, int64_t now, wcall **done
     if (failed + waiting == 0) return true;
     f->attempt++;
     f->answered = 0;
-    if (failed == 0) {
-        f->retry_ns = now + 1000000;
+    if (failed == 0) { /* only waiting: soon, less often while the wait lasts */
+        f->wait_ms = f->wait_ms == 0 ? 1 : f->wait_ms * 2 < 64 ? f->wait_ms * 2 : 64;
+        f->retry_ns = now + f->wait_ms * 1000000;
         return false;
     }
     f->retries++;

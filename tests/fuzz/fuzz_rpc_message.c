@@ -54,17 +54,18 @@ typedef struct fz_req {
     int64_t table_id, writer_id;
     size_t n_buckets, n_targets;
     const int32_t *targets;
+    bool in_order;
 } fz_req;
 
 static fz_req fz_req_of(const ProtobufCMessage *m)
 {
     if (m->descriptor == &firth__produce_log_request__descriptor) {
         const Firth__ProduceLogRequest *q = (const Firth__ProduceLogRequest *)m;
-        return (fz_req){q->path, q->table_id, q->writer_id, q->n_buckets, 0, NULL};
+        return (fz_req){q->path, q->table_id, q->writer_id, q->n_buckets, 0, NULL, q->in_order};
     }
     const Firth__PutKvRequest *q = (const Firth__PutKvRequest *)m;
     return (fz_req){q->path, q->table_id, q->writer_id, q->n_buckets, q->n_target_columns,
-                    q->target_columns};
+                    q->target_columns, false};
 }
 
 static void fz_bucket(const ProtobufCMessage *m, size_t i, int64_t *pid, int32_t *bucket,
@@ -88,6 +89,7 @@ static void fz_request_in_place(const fr_rpc_frame *f, int rc, const ProtobufCMe
     fz_req a = fz_req_of(mine), b = same ? fz_req_of(theirs) : a;
     same = same && (a.path == NULL) == (b.path == NULL) && a.table_id == b.table_id &&
            a.writer_id == b.writer_id && a.n_buckets == b.n_buckets &&
+           a.in_order == b.in_order &&
            a.n_targets == b.n_targets &&
            (a.n_targets == 0 || memcmp(a.targets, b.targets, a.n_targets * sizeof *a.targets) == 0);
     if (same && a.path)
