@@ -14,7 +14,10 @@
  *
  * Latency: the producers are paced to half of the median maximum (in logical MB/s), each
  * sending its batch on a fixed schedule, while a consumer with its own client long-polls a
- * scanner subscribed to the table. Each call stamps column b0 of its rows with the
+ * scanner subscribed to the table. The first --latency-warmup-ms of a run (1 s) are a
+ * warm-up, as in other streaming benchmarks: a new table's first appends and the first
+ * fetches of a new consumer meet memory and files not yet touched, and the consumer starts
+ * behind; the quantiles count the calls sent after it (the p99 with it is printed too). Each call stamps column b0 of its rows with the
  * monotonic clock just before the call; the consumer subtracts it from the clock when a
  * poll returns the rows: the latency of the writer, the network, the append and its fsync,
  * the parked fetch's wake-up, the fetch and the decoding. One sample per record batch
@@ -52,12 +55,14 @@ typedef struct np_config {
     int64_t batch_rows;
     int64_t latency_batch_rows;
     int64_t latency_ms;
+    int64_t warmup_ms;          /* the latency run's warm-up, not counted */
     int64_t latency_rate_kb_s;  /* > 0: pace the latency run at this rate, not half the max */
     int64_t buckets;
     int64_t seed;
     int64_t server_pid;
     const char *server_http; /* HOST:PORT of the server's HTTP listener, or NULL */
     int64_t linger_ms;          /* the writers' linger.ms */
+    int64_t max_in_flight;      /* the writers' max.in.flight */
     int64_t writer_batch_bytes; /* the writers' batch.size */
     int64_t writer_buffer_bytes; /* the writers' buffer: rows queued unsent, at most */
     bool writer_api;            /* firth_writer (default) or firth_produce */
@@ -94,6 +99,7 @@ typedef struct np_lat {
     double seconds, cpu_seconds, server_cpu_seconds;
     int64_t rows, appends, samples;
     double e2e_p50_ms, e2e_p99_ms, e2e_max_ms;
+    double e2e_p99_all_ms;  /* with the warm-up's samples */
     /* The e2e p50 of the batches sent in the run's first and last quarters: a rise says
      * the rate was more than the machine delivers, and the tail measures a queue. */
     double e2e_p50_first_ms, e2e_p50_last_ms;
@@ -115,8 +121,9 @@ typedef struct np_shared {
     int64_t appends;         /* throughput: calls to make in total */
     atomic_int_fast64_t next;
     int64_t calls_cap;       /* calls one producer may make, at most */
-    /* latency run */
-    int64_t start_ns, end_ns, period_ns;
+    /* latency run: calls from start_ns (the warm-up's start) to end_ns, counted from
+     * measure_ns */
+    int64_t start_ns, measure_ns, end_ns, period_ns;
     pthread_barrier_t start;
     pthread_mutex_t lock;
     fr_error first_err;      /* under lock */
@@ -283,6 +290,7 @@ static int np_producers_open(np_shared *sh, np_producer *p, fr_error *err)
         firth_writer_options o;
         firth_writer_options_init(&o);
         o.linger_ms = cfg->linger_ms;
+        o.max_in_flight = (int)cfg->max_in_flight;
         o.batch_bytes = cfg->writer_batch_bytes;
         o.buffer_bytes = cfg->writer_buffer_bytes;
         o.on_ack = np_on_ack;
@@ -306,7 +314,8 @@ static void np_producers_close(np_producer *p, int n)
 
 /* The acknowledgement latencies of every call of the producers, gathered into one array
  * (the caller's: fr_free); *n gets their number and *rows the rows acknowledged. */
-static double *np_gather_acks(np_producer *p, int nproducers, int64_t *n, int64_t *rows)
+static double *np_gather_acks(np_producer *p, int nproducers, int64_t from_ns, int64_t *n,
+                              int64_t *rows)
 {
     int64_t total = 0;
     *rows = 0;
@@ -315,8 +324,8 @@ static double *np_gather_acks(np_producer *p, int nproducers, int64_t *n, int64_
     *n = 0;
     for (int i = 0; all && i < nproducers; i++) {
         int64_t calls = atomic_load(&p[i].calls);
-        memcpy(all + *n, p[i].ack_ms, sizeof *all * (size_t)calls);
-        *n += calls;
+        for (int64_t k = 0; k < calls; k++)
+            if (p[i].sent_ns[k] >= from_ns) all[(*n)++] = p[i].ack_ms[k];
         int64_t acked = 0;
         if (p[i].w) firth_writer_stats(p[i].w, &acked, NULL, NULL);
         else acked = atomic_load(&p[i].rows_acked);
@@ -425,7 +434,7 @@ static int np_run_max(np_env *env, const char *codec, int rep, const np_calls *c
                             &res->server_cpu_seconds, err);
     if (rc == 0) {
         int64_t n = 0;
-        acks = np_gather_acks(p, (int)cfg->producers, &n, &res->rows);
+        acks = np_gather_acks(p, (int)cfg->producers, INT64_MIN, &n, &res->rows);
         FR_CHECK(acks && n == sh.appends, FR_ESTATE, err, "%lld calls, expected %lld",
                  (long long)n, (long long)sh.appends);
         res->appends = sh.appends;
@@ -550,7 +559,8 @@ static void np_fsync_figures(const bk_fsync_hist *a, const bk_fsync_hist *b, np_
 }
 
 /* Appends the run's samples to path as TSV: "e2e" lines in the consumer's arrival order
- * and "ack" lines per producer, each with its send time from the start of the run (ms). */
+ * and "ack" lines per producer, each with its send time from the end of the warm-up (ms,
+ * negative during it). */
 static int np_samples_write(const char *path, const char *codec, const np_shared *sh,
                             np_producer *p, const np_consumer *c, fr_error *err)
 {
@@ -558,11 +568,11 @@ static int np_samples_write(const char *path, const char *codec, const np_shared
     FR_CHECK(f, FR_EIO, err, "cannot open %s: %s", path, strerror(errno));
     for (int64_t i = 0; i < c->n; i++)
         fprintf(f, "%s\te2e\t%.3f\t%.3f\n", codec,
-                (double)(c->sent_ns[i] - sh->start_ns) / 1e6, c->e2e_ms[i]);
+                (double)(c->sent_ns[i] - sh->measure_ns) / 1e6, c->e2e_ms[i]);
     for (int i = 0; i < (int)sh->env->cfg->producers; i++)
         for (int64_t k = 0; k < atomic_load(&p[i].calls); k++)
             fprintf(f, "%s\tack\t%.3f\t%.3f\n", codec,
-                    (double)(p[i].sent_ns[k] - sh->start_ns) / 1e6, p[i].ack_ms[k]);
+                    (double)(p[i].sent_ns[k] - sh->measure_ns) / 1e6, p[i].ack_ms[k]);
     return fclose(f) == 0 ? 0 : fr_fail(err, FR_EIO, "cannot write %s", path);
 }
 
@@ -579,6 +589,27 @@ static double np_p50_between(const np_consumer *c, int64_t start_ns, int64_t fro
     double p50 = n > 0 ? bk_quantile(v, n, 0.50) : 0;
     fr_free(v);
     return p50;
+}
+
+/* The e2e quantiles of the samples sent from measure_ns on, and the p99 of all (sorts
+ * c's latencies: the samples were written before). */
+static int np_latency_quantiles(np_consumer *c, int64_t measure_ns, np_lat *res, fr_error *err)
+{
+    double *counted = fr_malloc(sizeof *counted * ((size_t)c->n + 1));
+    FR_CHECK(counted, FR_ENOMEM, err, "out of memory for latencies");
+    int n = 0;
+    for (int64_t i = 0; i < c->n; i++)
+        if (c->sent_ns[i] >= measure_ns) counted[n++] = c->e2e_ms[i];
+    int rc = n > 0 ? 0 : fr_fail(err, FR_ESTATE, "no record sent after the warm-up arrived");
+    if (rc == 0) {
+        res->samples = n;
+        res->e2e_p50_ms = bk_quantile(counted, n, 0.50);
+        res->e2e_p99_ms = bk_quantile(counted, n, 0.99);
+        res->e2e_max_ms = bk_quantile(counted, n, 1.0);
+        res->e2e_p99_all_ms = bk_quantile(c->e2e_ms, (int)c->n, 0.99);
+    }
+    fr_free(counted);
+    return rc;
 }
 
 /* One latency run at rate_mb_s logical MB/s into a fresh table, dropped afterwards. */
@@ -602,7 +633,7 @@ static int np_run_latency(np_env *env, const char *codec, double rate_mb_s, np_l
     sh.period_ns = (int64_t)((double)cfg->producers * (double)env->lat_batch_logical /
                              (rate_mb_s * 1e6) * 1e9);
     if (sh.period_ns < 1) sh.period_ns = 1;
-    sh.calls_cap = cfg->latency_ms * 1000000 / sh.period_ns + 2;
+    sh.calls_cap = (cfg->warmup_ms + cfg->latency_ms) * 1000000 / sh.period_ns + 2;
     np_producer p[NP_PRODUCERS_MAX];
     np_consumer c = {.table = qname, .expect_rows = -1, .stamp_only = cfg->stamp_only,
                      .cap = sh.calls_cap * cfg->producers * cfg->buckets};
@@ -621,11 +652,12 @@ static int np_run_latency(np_env *env, const char *codec, double rate_mb_s, np_l
         /* Let the consumer subscribe and park its first poll before the clock starts. */
         np_sleep_until(fr_monotonic_ns() + 200000000);
         sh.start_ns = fr_monotonic_ns() + 1000000;
-        sh.end_ns = sh.start_ns + cfg->latency_ms * 1000000;
+        sh.measure_ns = sh.start_ns + cfg->warmup_ms * 1000000;
+        sh.end_ns = sh.measure_ns + cfg->latency_ms * 1000000;
         rc = np_run_threads(&sh, p, np_paced_main, &res->seconds, &res->cpu_seconds,
                             &res->server_cpu_seconds, err);
         int64_t nacks = 0;
-        acks = np_gather_acks(p, (int)cfg->producers, &nacks, &res->rows);
+        acks = np_gather_acks(p, (int)cfg->producers, sh.measure_ns, &nacks, &res->rows);
         fr_error scratch = {0};
         int frc = np_consumer_finish(&c, ctid, res->rows, rc == 0 ? err : &scratch);
         if (rc == 0) rc = frc;
@@ -637,17 +669,14 @@ static int np_run_latency(np_env *env, const char *codec, double rate_mb_s, np_l
     if (rc == 0 && cfg->samples) rc = np_samples_write(cfg->samples, codec, &sh, p, &c, err);
     if (rc == 0) {
         int64_t quarter = cfg->latency_ms * 1000000 / 4;
-        res->e2e_p50_first_ms = np_p50_between(&c, sh.start_ns, 0, quarter);
-        res->e2e_p50_last_ms = np_p50_between(&c, sh.start_ns, 3 * quarter, 4 * quarter);
+        res->e2e_p50_first_ms = np_p50_between(&c, sh.measure_ns, 0, quarter);
+        res->e2e_p50_last_ms = np_p50_between(&c, sh.measure_ns, 3 * quarter, 4 * quarter);
     }
+    if (rc == 0) rc = np_latency_quantiles(&c, sh.measure_ns, res, err);
     if (rc == 0) {
         res->target_mb_s = rate_mb_s;
         res->achieved_mb_s = (double)res->appends * (double)env->lat_batch_logical /
                              ((double)cfg->latency_ms / 1e3) / 1e6;
-        res->samples = c.n;
-        res->e2e_p50_ms = bk_quantile(c.e2e_ms, (int)c.n, 0.50);
-        res->e2e_p99_ms = bk_quantile(c.e2e_ms, (int)c.n, 0.99);
-        res->e2e_max_ms = bk_quantile(c.e2e_ms, (int)c.n, 1.0);
         res->ack_p50_ms = bk_quantile(acks, (int)res->appends, 0.50);
         res->ack_p99_ms = bk_quantile(acks, (int)res->appends, 0.99);
     }
@@ -673,10 +702,12 @@ static void np_usage(void)
     fprintf(stderr,
             "usage: bench_net_produce --connect HOST:PORT --dir SCRATCH_DIR [--out FILE.json]\n"
             "          [--mb MIB] [--reps N] [--producers N] [--batch-rows N]\n"
-            "          [--latency-batch-rows N] [--latency-ms MS] [--buckets N] [--seed N]\n"
+            "          [--latency-batch-rows N] [--latency-ms MS] [--latency-warmup-ms MS]\n"
+            "          [--buckets N] [--seed N]\n"
             "          [--codec NAME]... [--server-pid PID] [--server-http HOST:PORT]\n"
             "          [--skip-disk]\n"
             "          [--api writer|produce] [--linger-ms MS] [--writer-batch-bytes N]\n"
+            "          [--writer-max-in-flight N]\n"
             "          [--writer-buffer-bytes N] [--consumer-columns all|stamp]\n"
             "          [--latency-rate-kb KB_PER_S] [--samples FILE.tsv]\n"
             "  Produces MIB MiB of 20-column rows per repetition to a firth server (which\n"
@@ -686,17 +717,19 @@ static void np_usage(void)
             "  --codec may be repeated (default: ZSTD and NONE). --latency-rate-kb paces\n"
             "  the latency run at that many logical kB/s instead, to compare builds at one\n"
             "  rate (no maximum is measured and no end-to-end target reported then).\n"
+            "  A latency run's first --latency-warmup-ms (1000) are sent but not counted.\n"
             "  --server-http names the server's HTTP listener: its fsync histogram\n"
             "  (/metrics) is read around each latency run and reported beside it.\n"
             "  --samples appends every latency sample to FILE.tsv: codec, e2e or ack, the\n"
-            "  send time from the run's start and the latency, both in ms.\n");
+            "  send time from the warm-up's end (negative within it) and the latency, in ms.\n");
 }
 
 static int np_parse_args(int argc, char **argv, np_config *cfg, fr_error *err)
 {
     *cfg = (np_config){.mb = 192, .reps = 3, .producers = 4, .batch_rows = 512,
-                       .latency_batch_rows = 64, .latency_ms = 4000, .buckets = 4,
-                       .seed = 43, .linger_ms = 0, .writer_batch_bytes = 1 << 20,
+                       .latency_batch_rows = 64, .latency_ms = 4000, .warmup_ms = 1000,
+                       .buckets = 4,
+                       .seed = 43, .linger_ms = 0, .max_in_flight = 1, .writer_batch_bytes = 1 << 20,
                        .writer_buffer_bytes = 8 << 20,
                        .writer_api = true};
     for (int i = 1; i < argc; i++) {
@@ -718,6 +751,10 @@ static int np_parse_args(int argc, char **argv, np_config *cfg, fr_error *err)
             FR_TRY(bk_arg_i64(a, v, 1, INT32_MAX, &cfg->latency_rate_kb_s, err));
         else if (!strcmp(a, "--latency-ms"))
             FR_TRY(bk_arg_i64(a, v, 100, 3600000, &cfg->latency_ms, err));
+        else if (!strcmp(a, "--writer-max-in-flight"))
+            FR_TRY(bk_arg_i64(a, v, 1, 64, &cfg->max_in_flight, err));
+        else if (!strcmp(a, "--latency-warmup-ms"))
+            FR_TRY(bk_arg_i64(a, v, 0, 3600000, &cfg->warmup_ms, err));
         else if (!strcmp(a, "--buckets")) FR_TRY(bk_arg_i64(a, v, 1, 1024, &cfg->buckets, err));
         else if (!strcmp(a, "--seed")) FR_TRY(bk_arg_i64(a, v, 0, INT64_MAX, &cfg->seed, err));
         else if (!strcmp(a, "--server-http")) cfg->server_http = v;
@@ -876,6 +913,7 @@ static json_t *np_lat_json(const np_lat *l)
         np_cores(l->server_cpu_seconds, l->seconds), "disk_fsync_p50_ms", l->disk_p50_ms,
         "disk_fsync_p99_ms", l->disk_p99_ms);
     if (j) {
+        json_object_set_new(j, "e2e_p99_with_warmup_ms", json_real(l->e2e_p99_all_ms));
         json_object_set_new(j, "e2e_p50_first_quarter_ms", json_real(l->e2e_p50_first_ms));
         json_object_set_new(j, "e2e_p50_last_quarter_ms", json_real(l->e2e_p50_last_ms));
     }
@@ -910,7 +948,7 @@ static void np_print_queue(const np_lat *l)
 }
 
 static void np_print_codec(const char *codec, json_t *max, const np_lat *l, double dd_med,
-                           int64_t latency_rows)
+                           int64_t latency_rows, int64_t warmup_ms)
 {
     char most[48];
     np_most(l, most, sizeof most);
@@ -930,6 +968,8 @@ static void np_print_codec(const char *codec, json_t *max, const np_lat *l, doub
            (long long)latency_rows, most, l->achieved_mb_s, l->target_mb_s, l->e2e_p50_ms,
            l->e2e_p99_ms, l->e2e_max_ms, (long long)l->samples, l->ack_p50_ms, l->ack_p99_ms,
            l->disk_p50_ms, l->disk_p99_ms);
+    printf("        after a warm-up of %lld ms, not counted; with it the end-to-end p99 is"
+           " %.2f ms\n", (long long)warmup_ms, l->e2e_p99_all_ms);
     np_print_queue(l);
     if (l->srv_fsyncs >= 0)
         printf("        the server's fdatasyncs of the table meanwhile: %lld, p50 <= %g ms,"
@@ -954,7 +994,8 @@ static void np_targets(const np_config *cfg, const char *codec, double phys, dou
     if (cfg->latency_rate_kb_s > 0) return; /* a rate of one's own is not the target's */
     snprintf(name, sizeof name, "net_produce_%s_e2e_p99_ms", codec);
     snprintf(what, sizeof what, "end-to-end p99 ms, produce call to consumer receipt (%s, "
-             "long poll) at half the maximum throughput", codec);
+             "long poll) at half the maximum throughput, after a %lld ms warm-up", codec,
+             (long long)cfg->warmup_ms);
     bk_target t = {.name = name, .what = what, .figure = l->e2e_p99_ms,
                    .target = NP_TARGET_P99_MS, .lower_is_better = true};
     json_array_append_new(targets, bk_target_json(&t));
@@ -975,23 +1016,26 @@ static int np_report(const np_config *cfg, const np_env *env, double *dd, char (
     for (int c = 0; c < cfg->ncodecs; c++) {
         double phys = 0, logical = 0;
         json_t *max = np_max_json(cfg, cfg->codecs[c], runs[c].max, &phys, &logical);
-        np_print_codec(cfg->codecs[c], max, &runs[c].lat, dd_med, cfg->latency_batch_rows);
+        np_print_codec(cfg->codecs[c], max, &runs[c].lat, dd_med, cfg->latency_batch_rows,
+                       cfg->warmup_ms);
         np_targets(cfg, cfg->codecs[c], phys, dd_med, &runs[c].lat, targets);
         json_array_append_new(jruns, json_pack("{s:s, s:o, s:o}", "compression",
             cfg->codecs[c], "max", max, "latency",
             np_lat_json(&runs[c].lat)));
     }
     json_t *doc = json_pack(
-        "{s:s, s:o, s:{s:s, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s,"
-        " s:I}, s:{s:o, s:o, s:f}, s:o, s:o}",
+        "{s:s, s:o, s:{s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+        " s:I, s:s, s:I}, s:{s:o, s:o, s:f}, s:o, s:o}",
         "benchmark", "net_produce", "host", bk_host_json(), "config", "api",
         cfg->writer_api ? "firth_writer" : "firth_produce", "linger_ms",
-        (json_int_t)cfg->linger_ms, "writer_batch_bytes", (json_int_t)cfg->writer_batch_bytes,
+        (json_int_t)cfg->linger_ms, "writer_max_in_flight", (json_int_t)cfg->max_in_flight,
+        "writer_batch_bytes", (json_int_t)cfg->writer_batch_bytes,
         "writer_buffer_bytes", (json_int_t)cfg->writer_buffer_bytes, "consumer_columns",
         cfg->stamp_only ? "b0" : "all", "mib_per_rep", (json_int_t)cfg->mb, "reps", (json_int_t)cfg->reps, "producers",
         (json_int_t)cfg->producers, "batch_rows", (json_int_t)cfg->batch_rows,
         "batch_logical_bytes", (json_int_t)env->batch_logical, "latency_batch_rows",
         (json_int_t)cfg->latency_batch_rows, "latency_ms", (json_int_t)cfg->latency_ms,
+        "latency_warmup_ms", (json_int_t)cfg->warmup_ms,
         "buckets", (json_int_t)cfg->buckets, "flush", "append (server)", "seed",
         (json_int_t)cfg->seed, "disk", "dd_mb_per_s", jdd, "dd_reported", jrates,
         "dd_mb_per_s_median", dd_med, "runs", jruns, "targets", targets);
