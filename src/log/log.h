@@ -162,7 +162,8 @@ void fr_log_fsync_stats_sum(fr_log_fsync_stats *acc, const fr_log_fsync_stats *x
  * (a batch from outside should be decoded, or re-encoded, before it is appended), since
  * reads trust the statistics to skip batches.
  * Errors: FR_ECORRUPT (bad CRC or layout), FR_EIO, FR_ENOSPC; FR_ESTATE when the log was
- * truncated while the append waited for its fsync. */
+ * truncated while the append waited for its fsync; FR_ESEQUENCE (fr_log_append2 with
+ * FR_LOG_APPEND_IN_ORDER) when the writer's batch before it did not come in time. */
 int fr_log_append(fr_log *log, uint8_t *batch, size_t len, int64_t *base_offset,
                   fr_error *err);
 
