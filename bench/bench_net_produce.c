@@ -17,8 +17,8 @@
  * scanner subscribed to the table. The first --latency-warmup-ms of a run (1 s) are a
  * warm-up, as in other streaming benchmarks: a new table's first appends and the first
  * fetches of a new consumer meet memory and files not yet touched, and the consumer starts
- * behind; the quantiles count the calls sent after it (the p99 with it is printed too). Each call stamps column b0 of its rows with the
- * monotonic clock just before the call; the consumer subtracts it from the clock when a
+ * behind; the quantiles count the calls sent after it (the p99 with it is printed too).
+ * Each call stamps column b0 of its rows with the monotonic clock just before the call; the consumer subtracts it from the clock when a
  * poll returns the rows: the latency of the writer, the network, the append and its fsync,
  * the parked fetch's wake-up, the fetch and the decoding. One sample per record batch
  * received. Beside it, the disk's own write + fdatasync latency for a batch of that size. */

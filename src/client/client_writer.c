@@ -57,7 +57,6 @@ typedef struct wunit {
     int64_t oldest_ns;
     int64_t writer_id;    /* the id its batches carry */
     int32_t next_seq;     /* the sequence of the next batch taken */
-    int inflight;         /* batches taken and not finished */
     int32_t open_base;    /* the lowest sequence taken and not finished (next_seq if none) */
     uint64_t open_mask;   /* bit i: sequence open_base + i is taken and not finished */
     bool stalled;         /* failed for good (or at the last sequence): new id once idle */
@@ -187,6 +186,9 @@ static void record_failure(firth_writer *w, wcall *c)
     }
 }
 
+/* Batches of u taken and not finished. */
+static int unit_inflight(const wunit *u) { return __builtin_popcountll(u->open_mask); }
+
 /* Sequence seq of u is finished: off the open set; a stalled unit left idle starts again
  * under a new writer id (mu held). */
 static void unit_close_seq(wunit *u, int32_t seq)
@@ -199,8 +201,7 @@ static void unit_close_seq(wunit *u, int32_t seq)
         u->open_base++;
     }
     if (!u->open_mask) u->open_base = u->next_seq;
-    u->inflight--;
-    if (u->stalled && u->inflight == 0) {
+    if (u->stalled && !u->open_mask) {
         u->writer_id = fr_client_random_writer_id();
         u->next_seq = u->open_base = 0;
         u->stalled = false;
@@ -368,8 +369,8 @@ static void send_all(firth_writer *w, wsend *sends, int n)
 static bool unit_has_room(const firth_writer *w, const wunit *u)
 {
     /* The open set is a 64-bit mask from the lowest open sequence. */
-    return !u->stalled && u->inflight < w->max_in_flight &&
-           (u->inflight == 0 || (int64_t)u->next_seq - u->open_base < 64);
+    return !u->stalled && unit_inflight(u) < w->max_in_flight &&
+           (int64_t)u->next_seq - u->open_base < 64;
 }
 
 /* Whether unit u should go now (mu held). */
@@ -413,10 +414,8 @@ static int64_t take_batch(firth_writer *w, wunit *u, wsend *s)
     s->bucket = u->bucket;
     s->writer_id = u->writer_id;
     s->seq = u->next_seq;
-    s->first_open = u->inflight == 0;
-    if (u->inflight == 0) u->open_base = u->next_seq;
+    s->first_open = !u->open_mask;
     u->open_mask |= (uint64_t)1 << (u->next_seq - u->open_base);
-    u->inflight++;
     if (u->next_seq == INT32_MAX) u->stalled = true; /* a new id before the wrap */
     else u->next_seq++;
     u->head = last->next;

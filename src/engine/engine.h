@@ -324,8 +324,8 @@ typedef struct fr_table_pending {
  * without partitions, which is fr_table_append_encoded), with log_flags 0 or
  * FR_LOG_APPEND_IN_ORDER (a writer with several batches in flight: see log.h). With
  * pending NULL it returns once the batch is durable; otherwise at once, with *pending to
- * wait on (so that a caller can append its next batches meanwhile). For a partition, the batch must be
- * in the table's current schema (FR_ETYPE otherwise) and every row must hold the
+ * wait on (so that a caller can append its next batches meanwhile). For a partition, the
+ * batch must be in the table's current schema (FR_ETYPE otherwise) and every row must hold the
  * partition's values (FR_EINVAL naming the row); FR_ENOTFOUND when there is no partition
  * with that id. Nothing is appended when a check fails. */
 int fr_table_append_encoded_to(fr_table *t, int64_t partition_id, int bucket, uint8_t *rb,

@@ -203,9 +203,9 @@ int srv_handle_produce_log(fr_server *s, srv_job *j, fr_error *err)
         if (results[i].rc < 0) {
             r->error = srv_item_error(a, &results[i].err);
             if (!r->error) FR_GOTO(fr_fail(err, FR_ENOMEM, "out of memory"));
-            if (results[i].rc == FR_ESEQUENCE) {
+            if (results[i].rc == FR_ESEQUENCE)
                 atomic_fetch_add(&s->metrics->produce_out_of_order, 1);
-            } else if (results[i].rc != FR_EDUPLICATE) {
+            if (results[i].rc != FR_EDUPLICATE) {
                 r->base_offset = -1;
                 FR_DEBUG("produce_log %s.%s bucket %d: %s", fr_table_db(t), fr_table_name(t),
                          r->bucket, results[i].err.msg);
