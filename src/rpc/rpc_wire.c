@@ -122,15 +122,6 @@ int fr_wire_int32(fr_wire *w, int type, int32_t *v, fr_error *err)
     return 0;
 }
 
-int fr_wire_bool(fr_wire *w, int type, protobuf_c_boolean *v, fr_error *err)
-{
-    uint64_t u;
-    FR_TRY(fr_wire_want(w, type, FR_WT_VARINT, err));
-    FR_TRY(fr_wire_varint(w, &u, err));
-    *v = u != 0;
-    return 0;
-}
-
 /* Room for one more element of elem bytes in the repeated field's array *items of n
  * (capacity *cap), doubling it and counting the growth against the budget. */
 static int grow_array(const fr_wire *w, void *items, size_t n, size_t *cap, size_t elem,
@@ -175,15 +166,29 @@ int fr_wire_int32s(fr_wire *w, int type, int32_t **items, size_t *n, size_t *cap
     return 0;
 }
 
-/* One bool as protobuf-c reads it from the bytes of its value, whatever their wire type (a
- * varint, or 4 or 8 fixed bytes): true when any byte has a bit set below its top one. */
-static int push_bool(const fr_wire *w, size_t from, protobuf_c_boolean **items, size_t *n,
-                     size_t *cap, fr_error *err)
+/* A bool as protobuf-c reads it from the bytes of its value [from, w->at), whatever their
+ * wire type (a varint, 4 or 8 fixed bytes, or for a single bool even a length prefix and
+ * what follows it): true when any byte has a bit set below its top one. */
+static bool bool_of(const fr_wire *w, size_t from)
 {
     bool v = false;
     for (size_t i = from; i < w->at; i++) v |= (w->p[i] & 0x7f) != 0;
+    return v;
+}
+
+static int push_bool(const fr_wire *w, size_t from, protobuf_c_boolean **items, size_t *n,
+                     size_t *cap, fr_error *err)
+{
     FR_TRY(grow_array(w, items, *n, cap, sizeof **items, err));
-    (*items)[(*n)++] = v;
+    (*items)[(*n)++] = bool_of(w, from);
+    return 0;
+}
+
+int fr_wire_bool(fr_wire *w, int type, protobuf_c_boolean *v, fr_error *err)
+{
+    size_t from = w->at;
+    FR_TRY(fr_wire_skip(w, type, err));
+    *v = bool_of(w, from);
     return 0;
 }
 

@@ -63,8 +63,8 @@ int fr_wire_want(const fr_wire *w, int type, int want, fr_error *err);
  * does. */
 int fr_wire_int64(fr_wire *w, int type, int64_t *v, fr_error *err);
 int fr_wire_int32(fr_wire *w, int type, int32_t *v, fr_error *err);
-/* A bool field: a varint, true when not 0 (protobuf-c's reading of any byte with a bit set
- * below the top one comes to the same). */
+/* A bool field, read as protobuf-c reads one: its value's bytes, of any wire type but a
+ * group, are true when any has a bit set below its top one. */
 int fr_wire_bool(fr_wire *w, int type, protobuf_c_boolean *v, fr_error *err);
 /* One occurrence of a repeated int32 field, appended to the array *items of *n (capacity
  * *cap): a varint, or a length-delimited run of them (packed); protobuf-c takes either. */

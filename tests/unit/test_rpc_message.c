@@ -1338,6 +1338,7 @@ typedef struct tm_req {
     size_t n_buckets, n_targets;
     const int32_t *targets;
     const ProtobufCMessage *const *buckets;
+    bool in_order;
 } tm_req;
 
 static tm_req tm_req_of(const ProtobufCMessage *m)
@@ -1345,11 +1346,11 @@ static tm_req tm_req_of(const ProtobufCMessage *m)
     if (m->descriptor == &firth__produce_log_request__descriptor) {
         const Firth__ProduceLogRequest *q = (const Firth__ProduceLogRequest *)m;
         return (tm_req){q->path, q->table_id, q->writer_id, q->n_buckets, 0, NULL,
-                        (const ProtobufCMessage *const *)q->buckets};
+                        (const ProtobufCMessage *const *)q->buckets, q->in_order};
     }
     const Firth__PutKvRequest *q = (const Firth__PutKvRequest *)m;
     return (tm_req){q->path, q->table_id, q->writer_id, q->n_buckets, q->n_target_columns,
-                    q->target_columns, (const ProtobufCMessage *const *)q->buckets};
+                    q->target_columns, (const ProtobufCMessage *const *)q->buckets, false};
 }
 
 /* A bucket entry of either request: both are partition_id, bucket, records. */
@@ -1376,7 +1377,7 @@ static bool tm_same_request(const ProtobufCMessage *ma, const ProtobufCMessage *
             if (strcmp(x[i] ? x[i] : "", y[i] ? y[i] : "") != 0) return false;
     }
     if (a.table_id != b.table_id || a.writer_id != b.writer_id || a.n_buckets != b.n_buckets ||
-        a.n_targets != b.n_targets)
+        a.n_targets != b.n_targets || a.in_order != b.in_order)
         return false;
     if (a.n_targets && memcmp(a.targets, b.targets, a.n_targets * sizeof *a.targets) != 0)
         return false;
