@@ -17,7 +17,9 @@
  * are thus applied in call order, with several batches on the way. A batch that fails for
  * good leaves a gap the log would never fill: its unit takes nothing more until its batches
  * in flight are answered, then goes on under a new random writer id, from sequence 0 (the
- * same happens before the sequence would wrap).
+ * same happens before the sequence would wrap). The batches behind the gap, which the log
+ * refused with nothing written, go back to the head of their unit's queue in their order
+ * and are sent again under the new id: only the batch that failed fails.
  *
  * Locking: mu guards everything below it in the struct; the thread sends without holding
  * it. Calls complete when their last piece does; ack callbacks run on the thread, without
@@ -47,6 +49,7 @@ typedef struct wpiece {
     wcall *call;
     int64_t bytes;
     int64_t queued_ns;    /* when it was queued, for linger_ms */
+    int32_t seq;          /* the sequence of the batch that last took it */
 } wpiece;
 
 typedef struct wunit {
@@ -60,6 +63,7 @@ typedef struct wunit {
     int32_t open_base;    /* the lowest sequence taken and not finished (next_seq if none) */
     uint64_t open_mask;   /* bit i: sequence open_base + i is taken and not finished */
     bool stalled;         /* failed for good (or at the last sequence): new id once idle */
+    wpiece *redo;         /* refused behind a gap: queued again under the new id, by seq */
 } wunit;
 
 typedef struct wfailure {
@@ -189,8 +193,22 @@ static void record_failure(firth_writer *w, wcall *c)
 /* Batches of u taken and not finished. */
 static int unit_inflight(const wunit *u) { return __builtin_popcountll(u->open_mask); }
 
+/* Puts the pieces of u's redo list back at the head of its queue (mu held). */
+static void unit_requeue(wunit *u)
+{
+    wpiece *last = u->redo;
+    int64_t bytes = last->bytes;
+    for (; last->next; last = last->next) bytes += last->next->bytes;
+    last->next = u->head;
+    if (!u->head) u->tail = last;
+    u->head = u->redo;
+    u->redo = NULL;
+    u->oldest_ns = u->head->queued_ns;
+    u->bytes += bytes;
+}
+
 /* Sequence seq of u is finished: off the open set; a stalled unit left idle starts again
- * under a new writer id (mu held). */
+ * under a new writer id, its refused batches first (mu held). */
 static void unit_close_seq(wunit *u, int32_t seq)
 {
     int64_t bit = (int64_t)seq - u->open_base;
@@ -205,7 +223,23 @@ static void unit_close_seq(wunit *u, int32_t seq)
         u->writer_id = fr_client_random_writer_id();
         u->next_seq = u->open_base = 0;
         u->stalled = false;
+        if (u->redo) unit_requeue(u);
     }
+}
+
+/* A batch of u (pieces, sequence seq) that the log refused with nothing written after a gap
+ * in u's sequence: its pieces wait in u's redo list, in sequence order, for the new id; the
+ * unit stalls until it is idle (mu held). */
+static void redo_batch(wunit *u, wpiece *pieces, int32_t seq)
+{
+    wpiece *last = pieces;
+    while (last->next) last = last->next;
+    wpiece **at = &u->redo;
+    while (*at && (*at)->seq < seq) at = &(*at)->next;
+    last->next = *at;
+    *at = pieces;
+    u->stalled = true;
+    unit_close_seq(u, seq);
 }
 
 /* Marks a unit's batch (its pieces, sequence seq) done with status; moves complete calls
@@ -405,8 +439,10 @@ static int64_t take_batch(firth_writer *w, wunit *u, wsend *s)
 {
     wpiece *last = u->head;
     int64_t bytes = last->bytes;
+    last->seq = u->next_seq;
     while (last->next && bytes + last->next->bytes <= w->o.batch_bytes) {
         last = last->next;
+        last->seq = u->next_seq;
         bytes += last->bytes;
     }
     s->pieces = u->head;
@@ -627,7 +663,8 @@ static bool flight_settle(firth_writer *w, wflight *f, int64_t now, wcall **done
         if (!s->pieces) continue;
         wunit *u = &w->units[s->unit];
         /* Out of order behind a batch still open: again once that one is answered. Out of
-         * order as the lowest open, or behind a failure: the gap stays, the batch fails. */
+         * order as the lowest open, or behind a failure: the gap stays, so the batch goes
+         * again under the unit's next id (nothing of it was written). */
         if (s->status == FR_ESEQUENCE && !s->first_open && !u->stalled) {
             waiting++;
             continue;
@@ -636,7 +673,8 @@ static bool flight_settle(firth_writer *w, wflight *f, int64_t now, wcall **done
             failed++;
             continue;
         }
-        finish_batch(w, u, s->pieces, s->seq, s->status, &s->err, s->changed, done);
+        if (s->status == FR_ESEQUENCE) redo_batch(u, s->pieces, s->seq);
+        else finish_batch(w, u, s->pieces, s->seq, s->status, &s->err, s->changed, done);
         s->pieces = NULL;
         fr_batch_free(s->rows);
         fr_free(s->ops);
@@ -840,6 +878,7 @@ static void writer_free(firth_writer *w)
 {
     for (int i = 0; i < w->nunits; i++) {
         pieces_free(w->units[i].head);
+        pieces_free(w->units[i].redo);
     }
     for (wcall *c = w->open, *next; c; c = next) {
         next = c->next;

@@ -96,8 +96,10 @@ static bool start_server(const char *dir)
     if (pid < 0) return false;
     if (pid == 0) {
         freopen("/dev/null", "w", stdout);
+        /* A frame limit small enough for test_writer_after_failure to exceed. */
         execl(bin, bin, "server", "--data-dir", data, "--listen", "127.0.0.1:0",
-              "--http-listen", "127.0.0.1:0", "--ready-file", ready, (char *)NULL);
+              "--http-listen", "127.0.0.1:0", "--ready-file", ready,
+              "--server.frame.bytes.max", "4mb", (char *)NULL);
         _exit(127);
     }
     for (int i = 0; i < 400; i++) { /* up to 20 s */
@@ -460,6 +462,77 @@ static void test_writer_batch_bound(void **state)
     assert_true(z.order_ok);
     assert_int_equal(z.max_rows, 40);
     assert_int_equal(z.batches, 20);
+}
+
+/* Acknowledgements by token: how many failed, and which last. */
+typedef struct fail_acks {
+    int failed;
+    uint64_t failed_token;
+} fail_acks;
+
+static void on_fail_ack(void *ctx, uint64_t token, int status, const char *message)
+{
+    (void)message;
+    fail_acks *a = ctx;
+    if (status == 0) return;
+    a->failed++;
+    a->failed_token = token;
+}
+
+/* Rows whose ids are random: a record batch that compression cannot shrink. */
+static firth_batch *random_rows(int n)
+{
+    int64_t *ids = malloc(sizeof *ids * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) ids[i] = (int64_t)rand() << 31 ^ rand();
+    firth_batch *b = rows_of(ids, n);
+    free(ids);
+    return b;
+}
+
+/* A batch that fails for good fails alone. Remote, one call is larger than the server's
+ * frame limit (the test's server runs with 4 MB) and fails; the batches of the calls after
+ * it that were already on the way are refused by the log after the gap, and go again under
+ * the bucket's new writer id: every other call is acknowledged and its rows are there once,
+ * in call order. */
+static void test_writer_after_failure(void **state)
+{
+    (void)state;
+    create_table("gap", NULL, "1");
+    firth_error err = {0};
+    fail_acks a = {0};
+    firth_writer_options o;
+    firth_writer_options_init(&o);
+    o.linger_ms = 60000;
+    o.batch_bytes = 1;   /* one call per batch */
+    o.max_in_flight = 4; /* the calls after the big one are sent before it fails */
+    o.on_ack = on_fail_ack;
+    o.ack_ctx = &a;
+    firth_writer *w = NULL;
+    OK(firth_writer_open(client, "gap", &o, &w, &err), err);
+    uint64_t big_token = 0;
+    for (int i = 0; i < 12; i++) {
+        if (i == 3 && remote) {
+            firth_batch *big = random_rows(700000); /* 5.6 MB of ids alone */
+            OK(firth_writer_append(w, big, &big_token, &err), err);
+            firth_batch_free(big);
+        }
+        firth_batch *b = range_of(i * 40, 40);
+        OK(firth_writer_append(w, b, NULL, &err), err);
+        firth_batch_free(b);
+    }
+    int rc = firth_writer_flush(w, &err);
+    int64_t acked = 0, failed = 0;
+    firth_writer_stats(w, &acked, NULL, &failed);
+    OK(firth_writer_close(w, &err), err);
+    assert_int_equal(acked, 12 * 40);
+    assert_int_equal(failed, remote ? 1 : 0);
+    assert_int_equal(a.failed, remote ? 1 : 0);
+    assert_int_equal(a.failed_token, big_token);
+    assert_int_equal(rc, remote ? FIRTH_ELIMIT : 0);
+    batch_sizes z = {.order_ok = true};
+    OK(firth_scan(client, "gap", NULL, batch_sizes_fn, &z, &err), err);
+    assert_int_equal(z.rows, 12 * 40);
+    assert_true(z.order_ok);
 }
 
 /* A batch of the wrong shape fails at once, and a writer acknowledges nothing for it. */
@@ -1051,6 +1124,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_admin, setup, teardown),
     cmocka_unit_test_setup_teardown(test_writer_log, setup, teardown),
     cmocka_unit_test_setup_teardown(test_writer_batch_bound, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_writer_after_failure, setup, teardown),
     cmocka_unit_test_setup_teardown(test_writer_errors, setup, teardown),
     cmocka_unit_test_setup_teardown(test_scanner, setup, teardown),
     cmocka_unit_test_setup_teardown(test_pk_writer_lookup, setup, teardown),
