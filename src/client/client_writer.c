@@ -470,8 +470,8 @@ static int64_t take_batch(firth_writer *w, wunit *u, wsend *s)
  * numbered in order: see the top of the file). The connection's reader thread says when an
  * answer came (flight_notify); the thread then settles the flight, sending again, after the
  * backoff, the batches that failed retriably, and the batches refused as out of order once
- * their units' earlier batches are answered (looked at after 1 ms, then up to every 64 ms
- * while they wait: the batch before may wait for a retry itself). One flight's batches
+ * their units' earlier batches are answered (looked at as soon as a batch of the unit is
+ * settled, and after 1 ms, then up to every 64 ms, while they wait). One flight's batches
  * carry one writer id (a request names one). Only the thread touches the flights list;
  * answered is under mu. Lock order: the connection's lock, then mu (the notify runs under
  * the first). */
@@ -541,15 +541,32 @@ static bool flight_todo(const wflight *f, const wsend *s)
 }
 
 /* Chooses the sends of a retry (mu held): those that failed retriably, but a batch refused
- * as out of order only once it is the lowest open of its unit. */
+ * as out of order only once it is the lowest open of its unit, and not at all when the unit
+ * stalled (it goes again under the unit's next id: flight_settle). */
 static void flight_pick(firth_writer *w, wflight *f)
 {
     for (int i = 0; i < f->n; i++) {
         wsend *s = &f->sends[i];
         const wunit *u = &w->units[s->unit];
         s->go = s->pieces && s->rows && retriable(s->status) &&
-                (s->status != FR_ESEQUENCE || s->seq == u->open_base);
+                (s->status != FR_ESEQUENCE || (s->seq == u->open_base && !u->stalled));
         if (s->go) s->first_open = s->seq == u->open_base;
+    }
+}
+
+/* Makes the flights whose batches only wait, and one of which may now go on (the batch
+ * before it was answered, or its unit stalled), due at once rather than at their next look
+ * (mu held). */
+static void flights_wake_waiting(firth_writer *w, int64_t now)
+{
+    for (wflight *f = w->flights; f; f = f->next) {
+        if (f->wait_ms == 0 || f->retry_ns <= now) continue;
+        for (int i = 0; i < f->n; i++) {
+            const wsend *s = &f->sends[i];
+            const wunit *u = &w->units[s->unit];
+            if (s->pieces && s->status == FR_ESEQUENCE && (s->seq == u->open_base || u->stalled))
+                f->retry_ns = now;
+        }
     }
 }
 
@@ -785,6 +802,7 @@ static bool remote_turn(firth_writer *w, int64_t *wake, wcall **done)
         }
         pf = &f->next;
     }
+    if (nans > 0) flights_wake_waiting(w, now);
     if (ready && !nf) /* out of memory for the flight: wait a little before trying again */
         timed_wait(&w->work_cv, &w->mu, fr_monotonic_ns() + 10000000);
     return true;
