@@ -322,7 +322,10 @@ typedef struct firth_writer_options {
     int64_t retry_backoff_ms; /* pause before the first retry, doubling */
     int64_t writer_id;       /* -1: a random id (the default); else this id (>= 0). A
                               * bucket whose batch failed for good goes on under a new
-                              * random id, so that its sequence starts again at 0 */
+                              * random id, so that its sequence starts again at 0; its
+                              * batches that were in flight behind the failed one (which
+                              * the server refused) go again under it, so only the calls
+                              * of the failed batch fail */
     int max_in_flight;       /* "max.in.flight": a bucket's batches sent and not answered at
                               * most (1..64; remote writers to log tables, else 1). More
                               * than 1 helps over links with a long round trip; at 1 the
