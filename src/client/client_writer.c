@@ -575,6 +575,16 @@ static void flights_wake_waiting(firth_writer *w, int64_t now)
  * small ones still share a request. */
 #define FLIGHT_SEND_BYTES (256 << 10)
 
+/* Says what to do about a batch the server's frames cannot carry (e->msg gives the sizes). */
+static void frame_limit_hint(fr_error *e)
+{
+    char msg[FR_ERROR_MSG_MAX];
+    int n = snprintf(msg, sizeof msg, "%s; a bucket's rows of one call go in one batch: "
+                     "append fewer rows per call (or lower batch_bytes), or raise the "
+                     "server's server.frame.bytes.max", e->msg);
+    if (n > 0) memcpy(e->msg, msg, sizeof msg); /* cut short when too long */
+}
+
 /* Sends the encoded batches [*sent, f->k) in requests under the frame limit. A request that
  * cannot be sent fails its batches (retriably when the connection is the cause) and counts
  * as answered. */
@@ -587,6 +597,7 @@ static void flight_start(firth_writer *w, wflight *f, int *sent)
         fr_error e = {0};
         if (fr_remote_start(w->t, f->units + at, n, w->targets, w->ntargets, f->writer_id,
                             f->in_order, flight_notify, f, &f->reqs[f->nreqs], &e) < 0) {
+            if (e.code == FR_ELIMIT && n == 1) frame_limit_hint(&e); /* fit() made it alone */
             for (int j = at; j < at + n; j++) {
                 f->units[j].status = e.code;
                 f->units[j].err = e;

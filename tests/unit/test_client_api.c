@@ -464,17 +464,18 @@ static void test_writer_batch_bound(void **state)
     assert_int_equal(z.batches, 20);
 }
 
-/* The calls whose acknowledgements said they failed (the first 8). */
+/* The calls whose acknowledgements said they failed (the first 8), and the first message. */
 typedef struct fail_acks {
     int failed;
     uint64_t tokens[8];
+    char message[512];
 } fail_acks;
 
 static void on_fail_ack(void *ctx, uint64_t token, int status, const char *message)
 {
-    (void)message;
     fail_acks *a = ctx;
     if (status == 0) return;
+    if (a->failed == 0) snprintf(a->message, sizeof a->message, "%s", message);
     if (a->failed < 8) a->tokens[a->failed] = token;
     a->failed++;
 }
@@ -558,6 +559,8 @@ static void test_writer_after_failure(void **state)
     assert_int_equal(failed, remote ? BIG : 0);
     assert_int_equal(a.failed, remote ? BIG : 0);
     for (int k = 0; k < BIG && remote; k++) assert_true(acked_failed(&a, big_tokens[k]));
+    /* The failure says what to do about it. */
+    if (remote) assert_non_null(strstr(a.message, "server.frame.bytes.max"));
     assert_int_equal(rc, remote ? FIRTH_ELIMIT : 0);
     call_order co;
     seen_init(&co.s, CALLS * ROWS);
