@@ -341,7 +341,6 @@ typedef struct wsend {
     int64_t partition_id; /* the unit's, copied: callers may move the units array */
     int bucket;
     wpiece *pieces;       /* the calls' rows it carries (owned until finished) */
-    int64_t writer_id;    /* its unit's when taken */
     int32_t seq;
     bool go;              /* a retry: goes in this attempt (decided under mu) */
     bool first_open;      /* its unit had no earlier batch open when it was last sent */
@@ -352,14 +351,14 @@ typedef struct wsend {
     int64_t changed;
 } wsend;
 
-static int send_local(firth_writer *w, wsend *s)
+static int send_local(firth_writer *w, wsend *s, int64_t writer_id)
 {
     fr_table *t = w->t->local;
     int64_t count = 0;
     fr_error e = {0};
     int rc = w->t->npk ? fr_table_put(t, s->rows, s->ops, w->ntargets ? w->targets : NULL,
-                                      w->ntargets, s->writer_id, s->seq, &count, &e)
-                       : fr_table_append(t, s->rows, s->writer_id, s->seq, &count, &e);
+                                      w->ntargets, writer_id, s->seq, &count, &e)
+                       : fr_table_append(t, s->rows, writer_id, s->seq, &count, &e);
     if (rc == FR_EDUPLICATE) rc = 0;
     s->status = rc < 0 ? rc : 0;
     s->err = e;
@@ -369,7 +368,7 @@ static int send_local(firth_writer *w, wsend *s)
 
 /* Writes an embedded writer's batches (one unit: the table) until each is applied, failed
  * for good, or out of retries; each send's status, err and changed say how it ended. */
-static void send_all(firth_writer *w, wsend *sends, int n)
+static void send_all(firth_writer *w, wsend *sends, int n, int64_t writer_id)
 {
     bool *todo = fr_calloc((size_t)n + 1, sizeof *todo);
     int64_t backoff = w->o.retry_backoff_ms;
@@ -390,7 +389,7 @@ static void send_all(firth_writer *w, wsend *sends, int n)
             backoff = backoff * 2 < 5000 ? backoff * 2 : 5000;
         }
         for (int i = 0; i < n; i++)
-            if (todo[i]) send_local(w, &sends[i]);
+            if (todo[i]) send_local(w, &sends[i], writer_id);
     }
     if (!todo)
         for (int i = 0; i < n; i++)
@@ -448,7 +447,6 @@ static int64_t take_batch(firth_writer *w, wunit *u, wsend *s)
     s->pieces = u->head;
     s->partition_id = u->partition_id;
     s->bucket = u->bucket;
-    s->writer_id = u->writer_id;
     s->seq = u->next_seq;
     s->first_open = !u->open_mask;
     u->open_mask |= (uint64_t)1 << (u->next_seq - u->open_base);
@@ -489,8 +487,7 @@ typedef struct wflight {
     int answered;            /* mu: requests answered, lost or never sent */
     int attempt;             /* rounds of sending so far, less one */
     int retries;             /* rounds after a retriable failure (FR_EIO) */
-    int64_t writer_id;       /* its batches' */
-    bool in_order;           /* its units may have several batches in flight */
+    int64_t writer_id;       /* its batches' (their units' when taken) */
     int64_t wait_ms;         /* > 0: rounds of only waiting batches, looked at this often */
     int64_t retry_ns;        /* > 0: waiting to send the retriable batches again then */
     int64_t backoff_ms;
@@ -596,7 +593,8 @@ static void flight_start(firth_writer *w, wflight *f, int *sent)
         f->cut[f->nreqs + 1] = at + n;
         fr_error e = {0};
         if (fr_remote_start(w->t, f->units + at, n, w->targets, w->ntargets, f->writer_id,
-                            f->in_order, flight_notify, f, &f->reqs[f->nreqs], &e) < 0) {
+                            w->max_in_flight > 1, flight_notify, f, &f->reqs[f->nreqs],
+                            &e) < 0) {
             if (e.code == FR_ELIMIT && n == 1) frame_limit_hint(&e); /* fit() made it alone */
             for (int j = at; j < at + n; j++) {
                 f->units[j].status = e.code;
@@ -640,7 +638,7 @@ static void flight_send(firth_writer *w, wflight *f)
                        .rows = fr_batch_num_rows(s->rows)};
         fr_bufpool_take(w->t->client->encoded, &p->records);
         fr_error e = {0};
-        if (fr_remote_encode(w->t, s->rows, w->t->npk ? s->ops : NULL, s->writer_id, s->seq,
+        if (fr_remote_encode(w->t, s->rows, w->t->npk ? s->ops : NULL, f->writer_id, s->seq,
                              &p->records, &e) < 0) {
             fr_bufpool_give(w->t->client->encoded, &p->records);
             s->status = e.code;
@@ -735,8 +733,7 @@ static wflight *flight_new(firth_writer *w, int ready, int64_t now)
         fr_free(sends);
         return NULL;
     }
-    *f = (wflight){.w = w, .sends = sends, .backoff_ms = w->o.retry_backoff_ms,
-                   .in_order = w->max_in_flight > 1};
+    *f = (wflight){.w = w, .sends = sends, .backoff_ms = w->o.retry_backoff_ms};
     int64_t bytes = 0;
     int start = w->next_unit; /* each unit once: a unit may have room for a second batch */
     for (int k = 0; k < w->nunits && bytes < FLIGHT_SEND_BYTES; k++) {
@@ -836,7 +833,7 @@ static bool local_turn(firth_writer *w, int64_t *wake, wcall **done)
     flight_join(w, f);
     int nsend = 0;
     for (int i = 0; i < f->n; i++) nsend += f->sends[i].status == 0;
-    if (nsend > 0) send_all(w, f->sends, f->n);
+    if (nsend > 0) send_all(w, f->sends, f->n, f->writer_id);
     pthread_mutex_lock(&w->mu);
     for (int i = 0; i < f->n; i++) {
         wsend *s = &f->sends[i];
