@@ -21,7 +21,10 @@
  * Each call stamps column b0 of its rows with the monotonic clock just before the call; the consumer subtracts it from the clock when a
  * poll returns the rows: the latency of the writer, the network, the append and its fsync,
  * the parked fetch's wake-up, the fetch and the decoding. One sample per record batch
- * received. Beside it, the disk's own write + fdatasync latency for a batch of that size. */
+ * received. Beside it, the disk alone at the same rate: a thread per producer appends its
+ * calls' bytes to a file of its own on the same schedule and fdatasyncs each (what the run
+ * would take if nothing but the fsyncs cost time); and the context switches of the whole
+ * machine during the run, a measure of the wake-ups the run costs. */
 #include "benchkit.h"
 #include "client/client_bridge.h"
 
@@ -41,7 +44,7 @@
 #define NP_STAMP_COLUMN 5             /* b0 holds the send time in the latency run */
 #define NP_DRAIN_NS 10000000000       /* how long the consumer may lag at the end */
 #define NP_RING 128                   /* distinct latency batches per producer (~8.6 MB) */
-#define NP_FSYNC_PROBES 200           /* write + fdatasync latencies of the disk, per codec */
+#define NP_DISK_PACED_S 3.0           /* the disk alone at the latency run's rate, per codec */
 #define NP_SLOW_FSYNC_MS 8.0          /* a server fsync above this is counted as slow */
 
 typedef struct np_config {
@@ -68,6 +71,8 @@ typedef struct np_config {
     bool writer_api;            /* firth_writer (default) or firth_produce */
     bool stamp_only;            /* the consumer reads column b0 alone, not every column */
     bool skip_disk;
+    bool disk_probe;            /* --disk-probe: the disk alone at --latency-rate-kb, no server */
+    int64_t neighbors[3];       /* --neighbors N:BUSY_US:PERIOD_US beside the probe; N 0: none */
     const char *codecs[NP_CODECS_MAX];
     int ncodecs;
 } np_config;
@@ -104,7 +109,9 @@ typedef struct np_lat {
      * the rate was more than the machine delivers, and the tail measures a queue. */
     double e2e_p50_first_ms, e2e_p50_last_ms;
     double ack_p50_ms, ack_p99_ms;
-    double disk_p50_ms, disk_p99_ms; /* write + fdatasync of one batch's bytes, just before */
+    double disk_p50_ms, disk_p99_ms; /* the disk alone at the same rate, just before */
+    double ctxt_per_s;               /* the machine's context switches in the run, -1: unknown */
+    double ctxt_per_call;            /* the same per produce call */
     /* The server's fdatasyncs of the table's logs during the run (from its /metrics, with
      * --server-http; srv_fsyncs -1 otherwise): how many, the upper bounds of the buckets
      * holding their p50 and p99, and how many took over NP_SLOW_FSYNC_MS. */
@@ -654,8 +661,13 @@ static int np_run_latency(np_env *env, const char *codec, double rate_mb_s, np_l
         sh.start_ns = fr_monotonic_ns() + 1000000;
         sh.measure_ns = sh.start_ns + cfg->warmup_ms * 1000000;
         sh.end_ns = sh.measure_ns + cfg->latency_ms * 1000000;
+        int64_t ctxt = bk_context_switches();
         rc = np_run_threads(&sh, p, np_paced_main, &res->seconds, &res->cpu_seconds,
                             &res->server_cpu_seconds, err);
+        int64_t ctxt_after = bk_context_switches();
+        res->ctxt_per_s = ctxt >= 0 && ctxt_after >= ctxt && res->seconds > 0
+                              ? (double)(ctxt_after - ctxt) / res->seconds
+                              : -1;
         int64_t nacks = 0;
         acks = np_gather_acks(p, (int)cfg->producers, sh.measure_ns, &nacks, &res->rows);
         fr_error scratch = {0};
@@ -679,6 +691,8 @@ static int np_run_latency(np_env *env, const char *codec, double rate_mb_s, np_l
                              ((double)cfg->latency_ms / 1e3) / 1e6;
         res->ack_p50_ms = bk_quantile(acks, (int)res->appends, 0.50);
         res->ack_p99_ms = bk_quantile(acks, (int)res->appends, 0.99);
+        double calls_per_s = (double)res->appends / ((double)cfg->latency_ms / 1e3);
+        res->ctxt_per_call = res->ctxt_per_s >= 0 ? res->ctxt_per_s / calls_per_s : -1;
     }
     if (rc == 0 && fsyncs) fsyncs = np_fsync_hist(cfg, name, &fs_after, &ferr) == 0;
     if (rc == 0 && fsyncs) np_fsync_figures(&fs_before, &fs_after, res);
@@ -710,6 +724,9 @@ static void np_usage(void)
             "          [--writer-max-in-flight N]\n"
             "          [--writer-buffer-bytes N] [--consumer-columns all|stamp]\n"
             "          [--latency-rate-kb KB_PER_S] [--samples FILE.tsv]\n"
+            "       bench_net_produce --disk-probe --dir SCRATCH_DIR --latency-rate-kb KB_PER_S\n"
+            "          [--producers N] [--latency-batch-rows N] [--latency-ms MS]\n"
+            "          [--neighbors N:BUSY_US:PERIOD_US]\n"
             "  Produces MIB MiB of 20-column rows per repetition to a firth server (which\n"
             "  should run with log.flush = append and its data dir on SCRATCH_DIR's file\n"
             "  system) and measures dd's fdatasync'd write speed in SCRATCH_DIR alongside;\n"
@@ -721,7 +738,10 @@ static void np_usage(void)
             "  --server-http names the server's HTTP listener: its fsync histogram\n"
             "  (/metrics) is read around each latency run and reported beside it.\n"
             "  --samples appends every latency sample to FILE.tsv: codec, e2e or ack, the\n"
-            "  send time from the warm-up's end (negative within it) and the latency, in ms.\n");
+            "  send time from the warm-up's end (negative within it) and the latency, in ms.\n"
+            "  --disk-probe measures the disk alone at that rate, as before each latency\n"
+            "  run, for --latency-ms (no server); --neighbors runs N threads beside it, each\n"
+            "  busy BUSY_US of every PERIOD_US, to see what other work does to the fsyncs.\n");
 }
 
 static int np_parse_args(int argc, char **argv, np_config *cfg, fr_error *err)
@@ -781,11 +801,28 @@ static int np_parse_args(int argc, char **argv, np_config *cfg, fr_error *err)
         } else if (!strcmp(a, "--skip-disk")) {
             cfg->skip_disk = true;
             takes_value = false;
+        } else if (!strcmp(a, "--disk-probe")) {
+            cfg->disk_probe = true;
+            takes_value = false;
+        } else if (!strcmp(a, "--neighbors")) {
+            long long n = 0, busy = 0, period = 0;
+            char end = 0;
+            FR_CHECK(v && sscanf(v, "%lld:%lld:%lld%c", &n, &busy, &period, &end) == 3 &&
+                         n >= 1 && n <= 256 && busy >= 0 && period > busy,
+                     FR_EINVAL, err, "--neighbors takes N:BUSY_US:PERIOD_US (N 1 to 256, "
+                     "BUSY_US below PERIOD_US), not '%s'", v ? v : "");
+            cfg->neighbors[0] = n, cfg->neighbors[1] = busy, cfg->neighbors[2] = period;
         } else
             return fr_fail(err, FR_EINVAL, "unknown option %s", a);
         FR_CHECK(!takes_value || v, FR_EINVAL, err, "%s needs a value", a);
         i += takes_value;
     }
+    if (cfg->disk_probe) {
+        FR_CHECK(cfg->dir && cfg->latency_rate_kb_s > 0, FR_EINVAL, err,
+                 "--disk-probe needs --dir and --latency-rate-kb");
+        return 0;
+    }
+    FR_CHECK(cfg->neighbors[0] == 0, FR_EINVAL, err, "--neighbors goes with --disk-probe");
     FR_CHECK(cfg->connect, FR_EINVAL, err, "--connect is required");
     FR_CHECK(cfg->dir || cfg->skip_disk, FR_EINVAL, err, "--dir is required (or --skip-disk)");
     if (cfg->ncodecs == 0) {
@@ -910,12 +947,16 @@ static json_t *np_lat_json(const np_lat *l)
         (json_int_t)l->samples, "e2e_p50_ms", l->e2e_p50_ms, "e2e_p99_ms", l->e2e_p99_ms,
         "e2e_max_ms", l->e2e_max_ms, "ack_p50_ms", l->ack_p50_ms, "ack_p99_ms", l->ack_p99_ms,
         "client_cores", np_cores(l->cpu_seconds, l->seconds), "server_cores",
-        np_cores(l->server_cpu_seconds, l->seconds), "disk_fsync_p50_ms", l->disk_p50_ms,
-        "disk_fsync_p99_ms", l->disk_p99_ms);
+        np_cores(l->server_cpu_seconds, l->seconds), "disk_paced_p50_ms", l->disk_p50_ms,
+        "disk_paced_p99_ms", l->disk_p99_ms);
     if (j) {
         json_object_set_new(j, "e2e_p99_with_warmup_ms", json_real(l->e2e_p99_all_ms));
         json_object_set_new(j, "e2e_p50_first_quarter_ms", json_real(l->e2e_p50_first_ms));
         json_object_set_new(j, "e2e_p50_last_quarter_ms", json_real(l->e2e_p50_last_ms));
+        json_object_set_new(j, "machine_context_switches_per_s",
+                            l->ctxt_per_s >= 0 ? json_real(l->ctxt_per_s) : json_null());
+        json_object_set_new(j, "machine_context_switches_per_call",
+                            l->ctxt_per_call >= 0 ? json_real(l->ctxt_per_call) : json_null());
     }
     if (j && l->srv_fsyncs >= 0) {
         double p50 = l->srv_fsync_p50_ms, p99 = l->srv_fsync_p99_ms;
@@ -939,7 +980,7 @@ static void np_most(const np_lat *l, char *out, size_t cap)
 /* The e2e p50 early and late in the run, and whether it rose like a queue's. */
 static void np_print_queue(const np_lat *l)
 {
-    bool rising = l->e2e_p50_last_ms > 2 * l->e2e_p50_first_ms &&
+    bool rising = l->e2e_p50_last_ms > 1.5 * l->e2e_p50_first_ms &&
                   l->e2e_p50_last_ms - l->e2e_p50_first_ms > NP_QUEUE_RISE_MS;
     printf("        end-to-end p50 of the run's first quarter %.2f ms, of its last %.2f ms%s\n",
            l->e2e_p50_first_ms, l->e2e_p50_last_ms,
@@ -960,7 +1001,8 @@ static void np_print_codec(const char *codec, json_t *max, const np_lat *l, doub
            "        %lld-row calls, %s; at %.1f MB/s (asked %.1f): end-to-end"
            " p50 %.2f ms p99 %.2f ms max %.2f ms"
            " (%lld samples); ack p50 %.2f ms p99 %.2f ms\n"
-           "        the disk alone, write + fdatasync of one such batch: p50 %.2f ms p99 %.2f ms\n",
+           "        the disk alone at that rate (a writer per producer, each write + fdatasync"
+           " of its calls' bytes on their schedule): p50 %.2f ms p99 %.2f ms\n",
            codec, bk_json_number(m, "rows_per_s"), bk_json_number(m, "logical_mb_per_s"), phys,
            dd_med > 0 ? 100 * phys / dd_med : 0.0, bk_json_number(m, "ack_p50_ms"),
            bk_json_number(m, "ack_p99_ms"), bk_json_number(m, "client_cores"),
@@ -971,6 +1013,9 @@ static void np_print_codec(const char *codec, json_t *max, const np_lat *l, doub
     printf("        after a warm-up of %lld ms, not counted; with it the end-to-end p99 is"
            " %.2f ms\n", (long long)warmup_ms, l->e2e_p99_all_ms);
     np_print_queue(l);
+    if (l->ctxt_per_s >= 0)
+        printf("        context switches of the whole machine meanwhile: %.0f a second, %.1f per"
+               " call\n", l->ctxt_per_s, l->ctxt_per_call);
     if (l->srv_fsyncs >= 0)
         printf("        the server's fdatasyncs of the table meanwhile: %lld, p50 <= %g ms,"
                " p99 <= %g ms, %lld over %g ms\n",
@@ -1045,7 +1090,7 @@ static int np_report(const np_config *cfg, const np_env *env, double *dd, char (
 }
 
 /* The latency run of one codec: the maximum with latency-sized calls first, then the
- * disk's own latency, then the paced run at half that maximum. */
+ * disk alone at half that maximum, then the paced run at it. */
 static int np_latency_phase(const np_config *cfg, np_env *env, const char *codec, np_lat *l,
                             fr_error *err)
 {
@@ -1060,8 +1105,9 @@ static int np_latency_phase(const np_config *cfg, np_env *env, const char *codec
         rate_mb_s = l->max_mb_s / 2;
     }
     if (!cfg->skip_disk)
-        FR_TRY(bk_fsync_latency(cfg->dir, (size_t)env->lat_batch_logical, NP_FSYNC_PROBES,
-                                &l->disk_p50_ms, &l->disk_p99_ms, err));
+        FR_TRY(bk_fsync_paced(cfg->dir, (size_t)env->lat_batch_logical, (int)cfg->producers,
+                              rate_mb_s, NP_DISK_PACED_S, &l->disk_p50_ms, &l->disk_p99_ms,
+                              err));
     FR_TRY(np_run_latency(env, codec, rate_mb_s, l, err));
     char most[48];
     np_most(l, most, sizeof most);
@@ -1098,6 +1144,39 @@ static int np_run_all(const np_config *cfg, np_env *env, double *dd, char (*dd_r
     return 0;
 }
 
+/* --disk-probe: the disk alone at the latency rate, as before each latency run, beside the
+ * --neighbors threads if any, with the machine's context switches meanwhile. */
+static int np_disk_probe(const np_config *cfg, fr_error *err)
+{
+    bk_rng rng;
+    bk_rng_seed(&rng, (uint64_t)cfg->seed);
+    firth_batch *one[1] = {NULL};
+    int64_t bytes = 0;
+    FR_TRY(np_build(1, &rng, cfg->latency_batch_rows, one, &bytes, err));
+    firth_batch_free(one[0]);
+    bk_neighbors *nbs = NULL;
+    if (cfg->neighbors[0] > 0)
+        FR_TRY(bk_neighbors_start((int)cfg->neighbors[0], cfg->neighbors[1],
+                                  cfg->neighbors[2], &nbs, err));
+    double rate = (double)cfg->latency_rate_kb_s / 1e3, p50 = 0, p99 = 0;
+    double secs = (double)cfg->latency_ms / 1e3;
+    int64_t c0 = bk_context_switches();
+    int rc = bk_fsync_paced(cfg->dir, (size_t)bytes, (int)cfg->producers, rate, secs, &p50,
+                            &p99, err);
+    int64_t c1 = bk_context_switches();
+    bk_neighbors_stop(nbs);
+    if (rc < 0) return rc;
+    printf("disk alone at %.1f MB/s: %lld writers, %lld bytes a call, write + fdatasync on "
+           "schedule", rate, (long long)cfg->producers, (long long)bytes);
+    if (nbs) printf(", beside %lld threads busy %lld us of every %lld us",
+                    (long long)cfg->neighbors[0], (long long)cfg->neighbors[1],
+                    (long long)cfg->neighbors[2]);
+    printf(": p50 %.2f ms p99 %.2f ms", p50, p99);
+    if (c0 >= 0 && c1 >= c0) printf("; %.0f context switches a second", (double)(c1 - c0) / secs);
+    printf("\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     np_config cfg;
@@ -1114,6 +1193,10 @@ int main(int argc, char **argv)
         return 2;
     }
     if (cfg.dir) FR_GOTO(fr_mkdirs(cfg.dir, &err));
+    if (cfg.disk_probe) {
+        FR_GOTO(np_disk_probe(&cfg, &err));
+        goto fail; /* done: nothing opened */
+    }
     FR_GOTO(np_env_open(&cfg, &env, &err));
     printf("net produce: %s, %d columns, %lld logical bytes/row, %lld producers (%s) x %lld-row "
            "batches, %lld MiB per run, %lld bucket(s), acks after fsync\n", cfg.connect,

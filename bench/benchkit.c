@@ -9,7 +9,9 @@
 #include <ftw.h>
 #include <math.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -571,34 +573,161 @@ int64_t bk_pid_cpu_ns(pid_t pid)
     return (int64_t)((utime + stime) * (1000000000ull / (unsigned long long)(hz > 0 ? hz : 100)));
 }
 
-int bk_fsync_latency(const char *dir, size_t bytes, int n, double *p50, double *p99,
-                     fr_error *err)
+/* One writer of bk_fsync_paced: its file, its schedule, and the latency of each batch. */
+typedef struct paced_writer {
+    const char *dir;
+    int index;
+    size_t bytes;
+    int64_t start_ns, period_ns, end_ns;
+    double *ms;   /* one per batch due before end_ns */
+    int n, cap;
+    int status;   /* 0, or an errno */
+} paced_writer;
+
+static void *paced_main(void *arg)
 {
-    char file[4096];
-    FR_TRY(bk_path(file, sizeof file, dir, "fsync.tmp", err));
-    uint8_t *buf = fr_calloc(1, bytes + 1);
-    double *ms = fr_calloc((size_t)n + 1, sizeof *ms);
-    int fd = buf && ms ? open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644) : -1;
-    int rc = 0;
-    if (!buf || !ms) rc = fr_fail(err, FR_ENOMEM, "out of memory");
-    else if (fd < 0) rc = fr_fail_errno(err, errno, "open %s", file);
-    for (int i = 0; rc == 0 && i < n; i++) {
-        int64_t t0 = fr_monotonic_ns();
-        if (write(fd, buf, bytes) != (ssize_t)bytes || fdatasync(fd) != 0)
-            rc = fr_fail_errno(err, errno, "write %s", file);
-        ms[i] = (double)(fr_monotonic_ns() - t0) / 1e6;
+    paced_writer *pw = arg;
+    char name[32], file[4096];
+    fr_error err = {0};
+    snprintf(name, sizeof name, "fsync-%d.tmp", pw->index);
+    uint8_t *buf = fr_calloc(1, pw->bytes + 1);
+    int fd = buf && bk_path(file, sizeof file, pw->dir, name, &err) == 0
+                 ? open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644)
+                 : -1;
+    pw->status = !buf ? ENOMEM : fd < 0 ? (errno ? errno : EINVAL) : 0;
+    for (int64_t next = 0; pw->status == 0 && pw->n < pw->cap;) {
+        int64_t due = pw->start_ns + next * pw->period_ns;
+        if (due >= pw->end_ns) break;
+        struct timespec ts = {.tv_sec = due / 1000000000, .tv_nsec = due % 1000000000};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) continue;
+        /* Behind schedule, every batch due goes in this round, under one fdatasync. */
+        int64_t now = fr_monotonic_ns(), k = 0;
+        while (pw->n + k < pw->cap && pw->start_ns + (next + k) * pw->period_ns <= now &&
+               pw->start_ns + (next + k) * pw->period_ns < pw->end_ns)
+            k++;
+        for (int64_t i = 0; i < k && pw->status == 0; i++)
+            if (write(fd, buf, pw->bytes) != (ssize_t)pw->bytes) pw->status = errno ? errno : EIO;
+        if (pw->status == 0 && fdatasync(fd) != 0) pw->status = errno;
+        int64_t done = fr_monotonic_ns();
+        for (int64_t i = 0; i < k; i++)
+            pw->ms[pw->n++] = (double)(done - (pw->start_ns + (next + i) * pw->period_ns)) / 1e6;
+        next += k;
     }
     if (fd >= 0) {
         close(fd);
         unlink(file);
     }
-    if (rc == 0) {
-        *p50 = bk_quantile(ms, n, 0.50);
-        *p99 = bk_quantile(ms, n, 0.99);
-    }
     fr_free(buf);
-    fr_free(ms);
+    return NULL;
+}
+
+int bk_fsync_paced(const char *dir, size_t bytes, int writers, double rate_mb_s,
+                   double seconds, double *p50, double *p99, fr_error *err)
+{
+    FR_CHECK(writers >= 1 && writers <= BK_PACED_WRITERS_MAX && rate_mb_s > 0 && seconds > 0,
+             FR_EINVAL, err, "a paced disk probe needs 1 to %d writers and a rate",
+             BK_PACED_WRITERS_MAX);
+    paced_writer pw[BK_PACED_WRITERS_MAX];
+    pthread_t tid[BK_PACED_WRITERS_MAX];
+    int64_t period = (int64_t)((double)writers * (double)bytes / (rate_mb_s * 1e6) * 1e9);
+    int64_t start = fr_monotonic_ns() + 10000000, end = start + (int64_t)(seconds * 1e9);
+    int64_t due = (end - start) / (period > 0 ? period : 1) + 2;
+    FR_CHECK(due * writers <= BK_PACED_CALLS_MAX, FR_ELIMIT, err,
+             "a paced disk probe of %lld calls is too many: lower the rate or the time",
+             (long long)(due * writers));
+    int cap = (int)due, started = 0, n = 0;
+    int rc = 0;
+    double *all = fr_calloc((size_t)cap * (size_t)writers + 1, sizeof *all);
+    if (!all) return fr_fail(err, FR_ENOMEM, "out of memory for the disk probe");
+    for (int i = 0; i < writers && rc == 0; i++) {
+        pw[i] = (paced_writer){.dir = dir, .index = i, .bytes = bytes, .start_ns = start,
+                               .period_ns = period > 0 ? period : 1, .end_ns = end,
+                               .ms = all + (size_t)i * (size_t)cap, .cap = cap};
+        if (pthread_create(&tid[i], NULL, paced_main, &pw[i]) != 0)
+            rc = fr_fail(err, FR_ESTATE, "cannot start a disk probe thread");
+        else started++;
+    }
+    for (int i = 0; i < started; i++) {
+        pthread_join(tid[i], NULL);
+        if (rc == 0 && pw[i].status != 0)
+            rc = fr_fail_errno(err, pw[i].status, "the disk probe in %s", dir);
+        /* Close the gaps between the writers' figures, for the quantiles. */
+        memmove(all + n, pw[i].ms, (size_t)pw[i].n * sizeof *all);
+        n += pw[i].n;
+    }
+    if (rc == 0 && n == 0) rc = fr_fail(err, FR_ESTATE, "the disk probe wrote nothing");
+    if (rc == 0) {
+        *p50 = bk_quantile(all, n, 0.50);
+        *p99 = bk_quantile(all, n, 0.99);
+    }
+    fr_free(all);
     return rc;
+}
+
+/* One neighbor thread: busy busy_ns, then asleep until its next period, until stopped. */
+typedef struct bk_neighbor {
+    pthread_t tid;
+    int64_t busy_ns, period_ns;
+    atomic_bool *stop;
+} bk_neighbor;
+
+struct bk_neighbors {
+    atomic_bool stop;
+    int n;
+    bk_neighbor t[];
+};
+
+static void *neighbor_main(void *arg)
+{
+    bk_neighbor *nb = arg;
+    for (int64_t next = fr_monotonic_ns(); !atomic_load(nb->stop);) {
+        while (fr_monotonic_ns() - next < nb->busy_ns) continue;
+        next += nb->period_ns;
+        struct timespec ts = {.tv_sec = next / 1000000000, .tv_nsec = next % 1000000000};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) continue;
+    }
+    return NULL;
+}
+
+int bk_neighbors_start(int n, int64_t busy_us, int64_t period_us, bk_neighbors **out,
+                       fr_error *err)
+{
+    FR_CHECK(n >= 1 && n <= 256 && busy_us >= 0 && period_us > busy_us, FR_EINVAL, err,
+             "neighbors: 1 to 256 threads, each busy for less than its period");
+    bk_neighbors *nbs = fr_calloc(1, sizeof *nbs + (size_t)n * sizeof nbs->t[0]);
+    FR_CHECK(nbs, FR_ENOMEM, err, "out of memory for the neighbor threads");
+    atomic_init(&nbs->stop, false);
+    for (int i = 0; i < n; i++) {
+        nbs->t[i] = (bk_neighbor){.busy_ns = busy_us * 1000, .period_ns = period_us * 1000,
+                                  .stop = &nbs->stop};
+        if (pthread_create(&nbs->t[i].tid, NULL, neighbor_main, &nbs->t[i]) != 0) {
+            bk_neighbors_stop(nbs);
+            return fr_fail(err, FR_ESTATE, "cannot start a neighbor thread");
+        }
+        nbs->n++;
+    }
+    *out = nbs;
+    return 0;
+}
+
+void bk_neighbors_stop(bk_neighbors *nbs)
+{
+    if (!nbs) return;
+    atomic_store(&nbs->stop, true);
+    for (int i = 0; i < nbs->n; i++) pthread_join(nbs->t[i].tid, NULL);
+    fr_free(nbs);
+}
+
+int64_t bk_context_switches(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f) return -1;
+    char line[256];
+    long long v = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "ctxt %lld", &v) == 1) break;
+    fclose(f);
+    return v;
 }
 
 int bk_http_get(const char *hostport, const char *path, char **out, fr_error *err)

@@ -162,10 +162,25 @@ void bk_fsync_hist_since(const bk_fsync_hist *before, const bk_fsync_hist *after
  * the last bound, 0 when h counts none. */
 double bk_fsync_hist_quantile(const bk_fsync_hist *h, double q);
 
-/* The latency of the disk's durable small appends: n times write() of `bytes` bytes to a
- * file in dir and fdatasync(); *p50 and *p99 in milliseconds. The file is removed. */
-int bk_fsync_latency(const char *dir, size_t bytes, int n, double *p50, double *p99,
-                     fr_error *err);
+/* The disk's own latency for durable appends at a rate: `writers` threads, each appending
+ * `bytes` bytes to a file of its own in dir and fdatasyncing it, one batch every
+ * writers * bytes / rate seconds, for `seconds`. A writer behind schedule writes every batch
+ * due and fdatasyncs once (a group commit). A batch's latency runs from when it was due to
+ * the end of the fdatasync covering it; *p50 and *p99 in milliseconds. The files are
+ * removed. */
+#define BK_PACED_WRITERS_MAX 64
+#define BK_PACED_CALLS_MAX (1 << 24)
+int bk_fsync_paced(const char *dir, size_t bytes, int writers, double rate_mb_s,
+                   double seconds, double *p50, double *p99, fr_error *err);
+/* Threads that stand for other work on the machine: each is busy (spinning) for busy_us of
+ * every period_us and asleep the rest, until stopped; for measuring what such neighbors do
+ * to the disk's latency. */
+typedef struct bk_neighbors bk_neighbors;
+int bk_neighbors_start(int n, int64_t busy_us, int64_t period_us, bk_neighbors **out,
+                       fr_error *err);
+void bk_neighbors_stop(bk_neighbors *nbs); /* NULL is nothing to do */
+/* The context switches of the whole machine so far (/proc/stat), -1 when not known. */
+int64_t bk_context_switches(void);
 
 /* ---- over the network: a firth server, and peers ---------------------------------------- */
 
