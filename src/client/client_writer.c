@@ -496,10 +496,12 @@ typedef struct wflight {
 static void flight_notify(void *ctx)
 {
     wflight *f = ctx;
-    pthread_mutex_lock(&f->w->mu);
+    firth_writer *w = f->w; /* f may be gone once mu is released; the writer is not */
+    pthread_mutex_lock(&w->mu);
     f->answered++;
-    pthread_cond_signal(&f->w->work_cv);
-    pthread_mutex_unlock(&f->w->mu);
+    pthread_mutex_unlock(&w->mu);
+    /* After the unlock, so that the thread it wakes does not block at once on mu. */
+    pthread_cond_signal(&w->work_cv);
 }
 
 /* Forgets this attempt's requests and encoded batches (the answers were taken). */
@@ -1120,8 +1122,8 @@ static int writer_put(firth_writer *w, const fr_batch *b, const uint8_t *ops, ui
         if (w->open_tail) w->open_tail->next = call;
         else w->open = call;
         w->open_tail = call;
-        pthread_cond_signal(&w->work_cv);
         pthread_mutex_unlock(&w->mu);
+        pthread_cond_signal(&w->work_cv);
     }
     fr_free(units);
     wroute_free(&r);

@@ -125,9 +125,10 @@ int srv_pool_push(srv_pool *p, srv_task_fn fn, void *arg, fr_error *err)
     if (p->tail) p->tail->next = t;
     else p->head = t;
     p->tail = t;
-    pthread_cond_signal(&p->cv);
     maybe_grow(p);
     pthread_mutex_unlock(&p->mu);
+    /* After the unlock, so that the worker it wakes does not block at once on mu. */
+    pthread_cond_signal(&p->cv);
     return FR_OK;
 }
 
