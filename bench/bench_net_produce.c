@@ -940,19 +940,21 @@ static json_t *np_max_json(const np_config *cfg, const char *codec, const np_max
 static json_t *np_lat_json(const np_lat *l)
 {
     json_t *j = json_pack(
-        "{s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+        "{s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
         "max_logical_mb_per_s", l->max_mb_s, "target_logical_mb_per_s", l->target_mb_s,
         "achieved_logical_mb_per_s", l->achieved_mb_s, "seconds", l->seconds, "rows",
         (json_int_t)l->rows, "appends", (json_int_t)l->appends, "samples",
         (json_int_t)l->samples, "e2e_p50_ms", l->e2e_p50_ms, "e2e_p99_ms", l->e2e_p99_ms,
         "e2e_max_ms", l->e2e_max_ms, "ack_p50_ms", l->ack_p50_ms, "ack_p99_ms", l->ack_p99_ms,
         "client_cores", np_cores(l->cpu_seconds, l->seconds), "server_cores",
-        np_cores(l->server_cpu_seconds, l->seconds), "disk_paced_p50_ms", l->disk_p50_ms,
-        "disk_paced_p99_ms", l->disk_p99_ms);
+        np_cores(l->server_cpu_seconds, l->seconds));
     if (j) {
         json_object_set_new(j, "e2e_p99_with_warmup_ms", json_real(l->e2e_p99_all_ms));
         json_object_set_new(j, "e2e_p50_first_quarter_ms", json_real(l->e2e_p50_first_ms));
         json_object_set_new(j, "e2e_p50_last_quarter_ms", json_real(l->e2e_p50_last_ms));
+        bool disk = l->disk_p99_ms > 0; /* not measured with --skip-disk */
+        json_object_set_new(j, "disk_paced_p50_ms", disk ? json_real(l->disk_p50_ms) : json_null());
+        json_object_set_new(j, "disk_paced_p99_ms", disk ? json_real(l->disk_p99_ms) : json_null());
         json_object_set_new(j, "machine_context_switches_per_s",
                             l->ctxt_per_s >= 0 ? json_real(l->ctxt_per_s) : json_null());
         json_object_set_new(j, "machine_context_switches_per_call",
@@ -1000,16 +1002,17 @@ static void np_print_codec(const char *codec, json_t *max, const np_lat *l, doub
            " %.0f logical MB per CPU-second of both\n"
            "        %lld-row calls, %s; at %.1f MB/s (asked %.1f): end-to-end"
            " p50 %.2f ms p99 %.2f ms max %.2f ms"
-           " (%lld samples); ack p50 %.2f ms p99 %.2f ms\n"
-           "        the disk alone at that rate (a writer per producer, each write + fdatasync"
-           " of its calls' bytes on their schedule): p50 %.2f ms p99 %.2f ms\n",
+           " (%lld samples); ack p50 %.2f ms p99 %.2f ms\n",
            codec, bk_json_number(m, "rows_per_s"), bk_json_number(m, "logical_mb_per_s"), phys,
            dd_med > 0 ? 100 * phys / dd_med : 0.0, bk_json_number(m, "ack_p50_ms"),
            bk_json_number(m, "ack_p99_ms"), bk_json_number(m, "client_cores"),
            bk_json_number(m, "server_cores"), bk_json_number(m, "logical_mb_per_cpu_s"),
            (long long)latency_rows, most, l->achieved_mb_s, l->target_mb_s, l->e2e_p50_ms,
-           l->e2e_p99_ms, l->e2e_max_ms, (long long)l->samples, l->ack_p50_ms, l->ack_p99_ms,
-           l->disk_p50_ms, l->disk_p99_ms);
+           l->e2e_p99_ms, l->e2e_max_ms, (long long)l->samples, l->ack_p50_ms, l->ack_p99_ms);
+    if (l->disk_p99_ms > 0) /* measured (not --skip-disk) */
+        printf("        the disk alone at that rate (a writer per producer, each write +"
+               " fdatasync of its calls' bytes on their schedule): p50 %.2f ms p99 %.2f ms\n",
+               l->disk_p50_ms, l->disk_p99_ms);
     printf("        after a warm-up of %lld ms, not counted; with it the end-to-end p99 is"
            " %.2f ms\n", (long long)warmup_ms, l->e2e_p99_all_ms);
     np_print_queue(l);
