@@ -267,6 +267,17 @@ int fr_log_read_batches(fr_log *log, const fr_log_read *r, fr_log_batch_fn fn, v
 int fr_log_read_raw(fr_log *log, int64_t from_offset, int64_t max_bytes, fr_buf *out,
                     fr_error *err);
 
+/* Called by fr_log_scan_raw for each stored batch, in offset order: its bytes where they lie
+ * in the segment's mapping (valid only during the call) and its parsed header. Return 0 to
+ * go on, > 0 to stop after this batch, < 0 (an FR_ code, err set) to fail the scan. */
+typedef int (*fr_log_raw_fn)(void *ctx, const uint8_t *batch, const fr_rb_view *v,
+                             fr_error *err);
+/* fr_log_read_raw without the copy: the batches it would return are handed to fn in place,
+ * for a reader that only takes part of each (a projection). Same limits and errors; those
+ * of fn are returned as they are. Thread: as fr_log_read_raw. */
+int fr_log_scan_raw(fr_log *log, int64_t from_offset, int64_t max_bytes, fr_log_raw_fn fn,
+                    void *ctx, fr_error *err);
+
 /* Deletes whole segments, oldest first, never the active one: a segment whose newest batch
  * is older than now_ms - retention_ms, and a segment without which the log would still hold
  * at least retention_bytes (Kafka's retention.bytes). Readers that hold a deleted segment

@@ -407,56 +407,84 @@ int fr_log_read_batches(fr_log *log, const fr_log_read *r, fr_log_batch_fn fn, v
 
 /* ---- raw reads -------------------------------------------------------------------------- */
 
-/* Maps the pages of the segment that a raw read of max_bytes will copy, with one call
- * instead of a page fault every few pages (a fault costs over ten microseconds on some
- * virtual machines, and a fetch copies megabytes). Best effort: a kernel without
+/* Maps the segment's pages from the cursor on, up to max_bytes, with one call instead of a
+ * page fault every few pages (a fault costs over ten microseconds on some virtual machines,
+ * and a fetch reads megabytes); returns where they end. Best effort: a kernel without
  * MADV_POPULATE_READ (before Linux 5.14) leaves them to be faulted in as they are read. */
-static void cursor_populate(const log_cursor *c, int64_t max_bytes)
+static int64_t cursor_populate(const log_cursor *c, int64_t max_bytes)
 {
+    int64_t end = c->size - c->pos > max_bytes ? c->pos + max_bytes : c->size;
 #ifdef MADV_POPULATE_READ
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    int64_t end = c->size - c->pos > max_bytes ? c->pos + max_bytes : c->size;
     uintptr_t from = (uintptr_t)(c->seg->map + c->pos) & ~(page - 1);
     uintptr_t to = (uintptr_t)(c->seg->map + end);
     if (to > from) (void)madvise((void *)from, to - from, MADV_POPULATE_READ);
-#else
-    (void)c;
-    (void)max_bytes;
 #endif
+    return end;
 }
 
-int fr_log_read_raw(fr_log *log, int64_t from_offset, int64_t max_bytes, fr_buf *out,
-                    fr_error *err)
+/* A scan maps the pages ahead of it in steps that double from SCAN_POPULATE_BYTES (and a
+ * batch larger than the step whole): it may stop long before its max_bytes, when a
+ * projection's budget is full, and one that goes far makes few calls. */
+#define SCAN_POPULATE_BYTES (1 << 20)
+
+static int64_t scan_step(int64_t *step, int64_t left)
+{
+    int64_t n = *step < left ? *step : left;
+    if (*step < INT64_MAX / 2) *step *= 2;
+    return n > 0 ? n : 1;
+}
+
+int fr_log_scan_raw(fr_log *log, int64_t from_offset, int64_t max_bytes, fr_log_raw_fn fn,
+                    void *ctx, fr_error *err)
 {
     int64_t offset = from_offset, total = 0;
     for (;;) {
         log_cursor c;
         FR_TRY(cursor_open(log, offset, &c, err));
         if (!c.seg) return FR_OK;
-        cursor_populate(&c, max_bytes - total);
-        int64_t before = offset;
+        int64_t before = offset, populated = c.pos, step = SCAN_POPULATE_BYTES;
         int rc = FR_OK;
-        bool full = false;
+        bool stop = false;
         for (;;) {
+            if (c.pos >= populated && c.pos < c.size)
+                populated = cursor_populate(&c, scan_step(&step, max_bytes - total));
             fr_rb_view v;
             rc = cursor_header(log, &c, &v, err);
             if (rc != 0) break;
+            if (c.pos + v.length > populated) populated = cursor_populate(&c, v.length);
             if (v.base_offset + v.record_count > offset) {
                 if (total > 0 && total + v.length > max_bytes) {
-                    full = true;
+                    stop = true;
                     break;
                 }
-                rc = fr_buf_append(out, c.seg->map + c.pos, (size_t)v.length, err);
+                rc = fn(ctx, c.seg->map + c.pos, &v, err);
                 if (rc < 0) break;
                 total += v.length;
                 offset = v.base_offset + v.record_count;
+                if (rc > 0) {
+                    rc = FR_OK;
+                    stop = true;
+                    break;
+                }
             }
             c.pos += v.length;
         }
         cursor_close(log, &c);
         if (rc < 0) return rc;
-        if (full || offset == before || total >= max_bytes) return FR_OK;
+        if (stop || offset == before || total >= max_bytes) return FR_OK;
     }
+}
+
+static int append_raw(void *ctx, const uint8_t *batch, const fr_rb_view *v, fr_error *err)
+{
+    return fr_buf_append(ctx, batch, (size_t)v->length, err);
+}
+
+int fr_log_read_raw(fr_log *log, int64_t from_offset, int64_t max_bytes, fr_buf *out,
+                    fr_error *err)
+{
+    return fr_log_scan_raw(log, from_offset, max_bytes, append_raw, out, err);
 }
 
 /* ---- offsets by time -------------------------------------------------------------------- */

@@ -135,10 +135,6 @@ static int add_batch(const fr_rb_view *v, const uint8_t *p, const bucket_read *b
     return FR_OK;
 }
 
-/* Reads one bucket from offset into out; *next is where to continue. Without a projection
- * one read of the log up to the budget is enough (batches go as stored); with one, the log
- * is read on, a budget's worth of stored bytes at a time, until the projected batches fill
- * the budget, the log ends, or FETCH_SCAN_BYTES_MAX stored bytes were read. */
 /* read_bucket without a projection or a filter: the stored batches go as they are, read
  * straight into out (no copy in between); the log already checked them whole when they
  * were appended or recovered, so only their headers are read here, for the counts. */
@@ -164,53 +160,43 @@ static int read_bucket_whole(fr_log *log, int64_t offset, const bucket_read *br,
     return FR_OK;
 }
 
+/* A projected or filtered read of one bucket, batch by batch where they lie in the log. */
+typedef struct bucket_scan {
+    const bucket_read *br;
+    fr_buf *out;
+    int64_t *next, *records;
+    bool full;
+} bucket_scan;
+
+static int scan_batch(void *ctx, const uint8_t *p, const fr_rb_view *v, fr_error *err)
+{
+    bucket_scan *bs = ctx;
+    int64_t after = v->base_offset + v->record_count;
+    if (batch_may_match(v, bs->br->schema, bs->br->filter, bs->br->stats)) {
+        FR_TRY(add_batch(v, p, bs->br, bs->out, &bs->full, err));
+        if (bs->full) return 1; /* it goes in the next fetch */
+        *bs->records += v->record_count;
+    }
+    *bs->next = after;
+    return 0;
+}
+
+/* Reads one bucket from offset into out; *next is where to continue. Without a projection
+ * or a filter one read of the log up to the budget is enough (batches go as stored); with
+ * one, the stored batches are projected (or filtered) where they lie in the log, not copied
+ * first, until the results fill the budget, the log ends, or FETCH_SCAN_BYTES_MAX stored
+ * bytes were gone through. */
 static int read_bucket(fr_log *log, int64_t offset, const bucket_read *br, fr_buf *out,
                        int64_t *next, int64_t *records, fr_error *err)
 {
-    if (!br->cols && !br->filter) {
-        *next = offset;
-        *records = 0;
-        return read_bucket_whole(log, offset, br, out, next, records, err);
-    }
-    fr_buf raw;
-    fr_buf_init(&raw);
     *next = offset;
     *records = 0;
+    if (!br->cols && !br->filter)
+        return read_bucket_whole(log, offset, br, out, next, records, err);
     int64_t want = br->budget > 0 ? br->budget : 1;
     int64_t scan_max = br->cols && want < FETCH_SCAN_BYTES_MAX ? FETCH_SCAN_BYTES_MAX : want;
-    int64_t at = offset, scanned = 0;
-    bool full = false;
-    int rc = FR_OK;
-    while (rc == FR_OK && !full && scanned < scan_max) {
-        fr_buf_reset(&raw);
-        rc = fr_log_read_raw(log, at, want, &raw, err);
-        if (rc < 0 || raw.len == 0) break;
-        scanned += (int64_t)raw.len;
-        int64_t at_before = at;
-        size_t pos = 0;
-        while (rc == FR_OK && !full && pos < raw.len) {
-            fr_rb_view v;
-            rc = fr_rb_parse_header(raw.data + pos, raw.len - pos, &v, err);
-            if (rc < 0) break;
-            const uint8_t *p = raw.data + pos;
-            pos += (size_t)v.length;
-            int64_t after = v.base_offset + v.record_count;
-            if (after <= offset) continue; /* wholly before the offset asked for */
-            if (!batch_may_match(&v, br->schema, br->filter, br->stats)) {
-                *next = at = after;
-                continue;
-            }
-            rc = add_batch(&v, p, br, out, &full, err);
-            if (rc == FR_OK && !full) {
-                *next = at = after;
-                *records += v.record_count;
-            }
-        }
-        /* Stored batches fill the budget in one read; nothing new means the log's end. */
-        if (!br->cols || at == at_before) break;
-    }
-    fr_buf_free(&raw);
-    return rc;
+    bucket_scan bs = {.br = br, .out = out, .next = next, .records = records};
+    return fr_log_scan_raw(log, offset, scan_max, scan_batch, &bs, err);
 }
 
 static int add_wait(fetch_run *r, fr_log *log, int64_t next, fr_error *err)

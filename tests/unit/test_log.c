@@ -486,6 +486,28 @@ static int count_fds(void)
     return n;
 }
 
+/* What a raw scan saw, checked against a raw read of the whole log (raw). */
+typedef struct scan_seen {
+    const fr_buf *raw;
+    size_t bytes;         /* of the batches seen so far */
+    int batches;
+    int stop_after;       /* > 0: stop after this many */
+    int fail_after;       /* > 0: fail after this many */
+} scan_seen;
+
+static int scan_check(void *ctx, const uint8_t *batch, const fr_rb_view *v, fr_error *err)
+{
+    scan_seen *sc = ctx;
+    /* The same bytes as the copying read, in the same order. */
+    assert_true(sc->bytes + (size_t)v->length <= sc->raw->len);
+    assert_memory_equal(batch, sc->raw->data + sc->bytes, (size_t)v->length);
+    sc->bytes += (size_t)v->length;
+    sc->batches++;
+    if (sc->fail_after > 0 && sc->batches == sc->fail_after)
+        return fr_fail(err, FR_EIO, "the callback failed");
+    return sc->stop_after > 0 && sc->batches == sc->stop_after;
+}
+
 /* Offsets stay dense across rolled segments and reopen; the index is used at every offset. */
 static void test_segments_roll(void **state)
 {
@@ -532,12 +554,27 @@ static void test_segments_roll(void **state)
     assert_int_equal(fr_log_read_raw(log, 0, 1 << 30, &raw, &err), 0);
     assert_int_equal((int64_t)raw.len, fr_log_size_bytes(log));
     int64_t expect = 0;
-    for (size_t pos = 0; pos < raw.len; pos += (size_t)v.length) {
+    int nbatches = 0;
+    for (size_t pos = 0; pos < raw.len; pos += (size_t)v.length, nbatches++) {
         assert_int_equal(fr_rb_decode(raw.data + pos, raw.len - pos, &v, &err), 0);
         assert_int_equal(v.base_offset, expect);
         expect += v.record_count;
     }
     assert_int_equal(expect, id + 3);
+    assert_int_equal(nbatches, 61);
+    /* A scan hands the same batches over in place, across the segments, and stops when its
+     * callback says so or fails as it fails. */
+    scan_seen seen = {.raw = &raw};
+    assert_int_equal(fr_log_scan_raw(log, 0, 1 << 30, scan_check, &seen, &err), 0);
+    assert_int_equal(seen.batches, nbatches);
+    assert_int_equal((int64_t)seen.bytes, (int64_t)raw.len);
+    seen = (scan_seen){.raw = &raw, .stop_after = 5};
+    assert_int_equal(fr_log_scan_raw(log, 0, 1 << 30, scan_check, &seen, &err), 0);
+    assert_int_equal(seen.batches, 5);
+    seen = (scan_seen){.raw = &raw, .fail_after = 3};
+    assert_int_equal(fr_log_scan_raw(log, 0, 1 << 30, scan_check, &seen, &err), FR_EIO);
+    assert_int_equal(seen.batches, 3);
+    assert_string_equal(err.msg, "the callback failed");
     fr_buf_free(&raw);
     fr_log_close(log);
     fr_schema_free(s);
