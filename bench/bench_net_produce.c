@@ -72,7 +72,9 @@ typedef struct np_config {
     bool stamp_only;            /* the consumer reads column b0 alone, not every column */
     bool skip_disk;
     bool disk_probe;            /* --disk-probe: the disk alone at --latency-rate-kb, no server */
-    int64_t neighbors[3];       /* --neighbors N:BUSY_US:PERIOD_US beside the probe; N 0: none */
+    struct {                    /* --neighbors N:BUSY_US:PERIOD_US beside the probe */
+        int64_t n, busy_us, period_us; /* n 0: none */
+    } neighbors;
     const char *codecs[NP_CODECS_MAX];
     int ncodecs;
 } np_config;
@@ -232,14 +234,6 @@ static void *np_max_main(void *arg)
     return NULL;
 }
 
-/* Sleeps until the monotonic clock reads ns. */
-static void np_sleep_until(int64_t ns)
-{
-    struct timespec ts = {.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
-    }
-}
-
 /* Stamps every row of batch with now in column b0. The benchmark owns the batch's buffers
  * (fr_malloc'd by the builder), and no call still uses this batch (see np_paced_main):
  * stamping spares building a new batch per call. */
@@ -269,7 +263,7 @@ static void *np_paced_main(void *arg)
     for (int64_t k = 0; rc == 0; k++) {
         int64_t due = sh->start_ns + k * sh->period_ns + p->index * sh->period_ns / nproducers;
         if (due >= sh->end_ns || np_failed(sh)) break;
-        np_sleep_until(due);
+        bk_sleep_until(due);
         int slot = (int)(k % NP_RING);
         if (p->w && tokens[slot] && firth_writer_wait(p->w, tokens[slot], &fe) != 0) {
             rc = bk_firth_fail(&fe, "writer wait", &err);
@@ -529,7 +523,7 @@ static int np_consumer_finish(np_consumer *c, pthread_t tid, int64_t rows, fr_er
     pthread_mutex_unlock(&c->lock);
     int64_t deadline = fr_monotonic_ns() + NP_DRAIN_NS;
     while (!atomic_load(&c->stop) && fr_monotonic_ns() < deadline && c->err.code == 0)
-        np_sleep_until(fr_monotonic_ns() + 1000000);
+        bk_sleep_until(fr_monotonic_ns() + 1000000);
     atomic_store(&c->stop, true);
     pthread_join(tid, NULL);
     if (c->err.code < 0) {
@@ -657,7 +651,7 @@ static int np_run_latency(np_env *env, const char *codec, double rate_mb_s, np_l
         rc = fr_fail(err, FR_ESTATE, "cannot start the consumer thread");
     if (rc == 0) {
         /* Let the consumer subscribe and park its first poll before the clock starts. */
-        np_sleep_until(fr_monotonic_ns() + 200000000);
+        bk_sleep_until(fr_monotonic_ns() + 200000000);
         sh.start_ns = fr_monotonic_ns() + 1000000;
         sh.measure_ns = sh.start_ns + cfg->warmup_ms * 1000000;
         sh.end_ns = sh.measure_ns + cfg->latency_ms * 1000000;
@@ -811,7 +805,9 @@ static int np_parse_args(int argc, char **argv, np_config *cfg, fr_error *err)
                          n >= 1 && n <= 256 && busy >= 0 && period > busy,
                      FR_EINVAL, err, "--neighbors takes N:BUSY_US:PERIOD_US (N 1 to 256, "
                      "BUSY_US below PERIOD_US), not '%s'", v ? v : "");
-            cfg->neighbors[0] = n, cfg->neighbors[1] = busy, cfg->neighbors[2] = period;
+            cfg->neighbors.n = n;
+            cfg->neighbors.busy_us = busy;
+            cfg->neighbors.period_us = period;
         } else
             return fr_fail(err, FR_EINVAL, "unknown option %s", a);
         FR_CHECK(!takes_value || v, FR_EINVAL, err, "%s needs a value", a);
@@ -822,7 +818,7 @@ static int np_parse_args(int argc, char **argv, np_config *cfg, fr_error *err)
                  "--disk-probe needs --dir and --latency-rate-kb");
         return 0;
     }
-    FR_CHECK(cfg->neighbors[0] == 0, FR_EINVAL, err, "--neighbors goes with --disk-probe");
+    FR_CHECK(cfg->neighbors.n == 0, FR_EINVAL, err, "--neighbors goes with --disk-probe");
     FR_CHECK(cfg->connect, FR_EINVAL, err, "--connect is required");
     FR_CHECK(cfg->dir || cfg->skip_disk, FR_EINVAL, err, "--dir is required (or --skip-disk)");
     if (cfg->ncodecs == 0) {
@@ -1158,9 +1154,9 @@ static int np_disk_probe(const np_config *cfg, fr_error *err)
     FR_TRY(np_build(1, &rng, cfg->latency_batch_rows, one, &bytes, err));
     firth_batch_free(one[0]);
     bk_neighbors *nbs = NULL;
-    if (cfg->neighbors[0] > 0)
-        FR_TRY(bk_neighbors_start((int)cfg->neighbors[0], cfg->neighbors[1],
-                                  cfg->neighbors[2], &nbs, err));
+    if (cfg->neighbors.n > 0)
+        FR_TRY(bk_neighbors_start((int)cfg->neighbors.n, cfg->neighbors.busy_us,
+                                  cfg->neighbors.period_us, &nbs, err));
     double rate = (double)cfg->latency_rate_kb_s / 1e3, p50 = 0, p99 = 0;
     double secs = (double)cfg->latency_ms / 1e3;
     int64_t c0 = bk_context_switches();
@@ -1171,9 +1167,10 @@ static int np_disk_probe(const np_config *cfg, fr_error *err)
     if (rc < 0) return rc;
     printf("disk alone at %.1f MB/s: %lld writers, %lld bytes a call, write + fdatasync on "
            "schedule", rate, (long long)cfg->producers, (long long)bytes);
-    if (nbs) printf(", beside %lld threads busy %lld us of every %lld us",
-                    (long long)cfg->neighbors[0], (long long)cfg->neighbors[1],
-                    (long long)cfg->neighbors[2]);
+    if (cfg->neighbors.n > 0) /* nbs is freed by now */
+        printf(", beside %lld threads busy %lld us of every %lld us",
+               (long long)cfg->neighbors.n, (long long)cfg->neighbors.busy_us,
+               (long long)cfg->neighbors.period_us);
     printf(": p50 %.2f ms p99 %.2f ms", p50, p99);
     if (c0 >= 0 && c1 >= c0) printf("; %.0f context switches a second", (double)(c1 - c0) / secs);
     printf("\n");

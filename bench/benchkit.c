@@ -573,6 +573,12 @@ int64_t bk_pid_cpu_ns(pid_t pid)
     return (int64_t)((utime + stime) * (1000000000ull / (unsigned long long)(hz > 0 ? hz : 100)));
 }
 
+void bk_sleep_until(int64_t ns)
+{
+    struct timespec ts = {.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) continue;
+}
+
 /* One writer of bk_fsync_paced: its file, its schedule, and the latency of each batch. */
 typedef struct paced_writer {
     const char *dir;
@@ -583,6 +589,12 @@ typedef struct paced_writer {
     int n, cap;
     int status;   /* 0, or an errno */
 } paced_writer;
+
+/* When batch i of pw is due. */
+static int64_t paced_due(const paced_writer *pw, int64_t i)
+{
+    return pw->start_ns + i * pw->period_ns;
+}
 
 static void *paced_main(void *arg)
 {
@@ -596,21 +608,19 @@ static void *paced_main(void *arg)
                  : -1;
     pw->status = !buf ? ENOMEM : fd < 0 ? (errno ? errno : EINVAL) : 0;
     for (int64_t next = 0; pw->status == 0 && pw->n < pw->cap;) {
-        int64_t due = pw->start_ns + next * pw->period_ns;
-        if (due >= pw->end_ns) break;
-        struct timespec ts = {.tv_sec = due / 1000000000, .tv_nsec = due % 1000000000};
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) continue;
+        if (paced_due(pw, next) >= pw->end_ns) break;
+        bk_sleep_until(paced_due(pw, next));
         /* Behind schedule, every batch due goes in this round, under one fdatasync. */
         int64_t now = fr_monotonic_ns(), k = 0;
-        while (pw->n + k < pw->cap && pw->start_ns + (next + k) * pw->period_ns <= now &&
-               pw->start_ns + (next + k) * pw->period_ns < pw->end_ns)
+        while (pw->n + k < pw->cap && paced_due(pw, next + k) <= now &&
+               paced_due(pw, next + k) < pw->end_ns)
             k++;
         for (int64_t i = 0; i < k && pw->status == 0; i++)
             if (write(fd, buf, pw->bytes) != (ssize_t)pw->bytes) pw->status = errno ? errno : EIO;
         if (pw->status == 0 && fdatasync(fd) != 0) pw->status = errno;
         int64_t done = fr_monotonic_ns();
         for (int64_t i = 0; i < k; i++)
-            pw->ms[pw->n++] = (double)(done - (pw->start_ns + (next + i) * pw->period_ns)) / 1e6;
+            pw->ms[pw->n++] = (double)(done - paced_due(pw, next + i)) / 1e6;
         next += k;
     }
     if (fd >= 0) {
@@ -683,8 +693,7 @@ static void *neighbor_main(void *arg)
     for (int64_t next = fr_monotonic_ns(); !atomic_load(nb->stop);) {
         while (fr_monotonic_ns() - next < nb->busy_ns) continue;
         next += nb->period_ns;
-        struct timespec ts = {.tv_sec = next / 1000000000, .tv_nsec = next % 1000000000};
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) continue;
+        bk_sleep_until(next);
     }
     return NULL;
 }

@@ -162,6 +162,9 @@ void bk_fsync_hist_since(const bk_fsync_hist *before, const bk_fsync_hist *after
  * the last bound, 0 when h counts none. */
 double bk_fsync_hist_quantile(const bk_fsync_hist *h, double q);
 
+/* Sleeps until the monotonic clock (fr_monotonic_ns) reads ns. */
+void bk_sleep_until(int64_t ns);
+
 /* The disk's own latency for durable appends at a rate: `writers` threads, each appending
  * `bytes` bytes to a file of its own in dir and fdatasyncing it, one batch every
  * writers * bytes / rate seconds, for `seconds`. A writer behind schedule writes every batch

@@ -135,32 +135,7 @@ static int add_batch(const fr_rb_view *v, const uint8_t *p, const bucket_read *b
     return FR_OK;
 }
 
-/* read_bucket without a projection or a filter: the stored batches go as they are, read
- * straight into out (no copy in between); the log already checked them whole when they
- * were appended or recovered, so only their headers are read here, for the counts. */
-static int read_bucket_whole(fr_log *log, int64_t offset, const bucket_read *br, fr_buf *out,
-                             int64_t *next, int64_t *records, fr_error *err)
-{
-    size_t before = out->len;
-    FR_TRY(fr_log_read_raw(log, offset, br->budget > 0 ? br->budget : 1, out, err));
-    for (size_t pos = before; pos < out->len;) {
-        fr_rb_view v;
-        FR_TRY(fr_rb_parse_header(out->data + pos, out->len - pos, &v, err));
-        /* The log gives at least one batch; past the budget it waits for the next fetch,
-         * unless this is the fetch's first batch (which always goes, so that a batch larger
-         * than the budget still gets through). */
-        if ((int64_t)(pos + (size_t)v.length) > br->budget && !(pos == 0 && br->first_free)) {
-            out->len = pos;
-            break;
-        }
-        pos += (size_t)v.length;
-        *next = v.base_offset + v.record_count;
-        *records += v.record_count;
-    }
-    return FR_OK;
-}
-
-/* A projected or filtered read of one bucket, batch by batch where they lie in the log. */
+/* A read of one bucket, batch by batch where they lie in the log. */
 typedef struct bucket_scan {
     const bucket_read *br;
     fr_buf *out;
@@ -181,18 +156,16 @@ static int scan_batch(void *ctx, const uint8_t *p, const fr_rb_view *v, fr_error
     return 0;
 }
 
-/* Reads one bucket from offset into out; *next is where to continue. Without a projection
- * or a filter one read of the log up to the budget is enough (batches go as stored); with
- * one, the stored batches are projected (or filtered) where they lie in the log, not copied
- * first, until the results fill the budget, the log ends, or FETCH_SCAN_BYTES_MAX stored
- * bytes were gone through. */
+/* Reads one bucket from offset into out; *next is where to continue. The stored batches
+ * are taken where they lie in the log (it checked them whole when they were appended or
+ * recovered, so only their headers are read): as they are without a projection (the
+ * budget's worth of stored bytes is enough), projected with one, until the results fill
+ * the budget, the log ends, or FETCH_SCAN_BYTES_MAX stored bytes were gone through. */
 static int read_bucket(fr_log *log, int64_t offset, const bucket_read *br, fr_buf *out,
                        int64_t *next, int64_t *records, fr_error *err)
 {
     *next = offset;
     *records = 0;
-    if (!br->cols && !br->filter)
-        return read_bucket_whole(log, offset, br, out, next, records, err);
     int64_t want = br->budget > 0 ? br->budget : 1;
     int64_t scan_max = br->cols && want < FETCH_SCAN_BYTES_MAX ? FETCH_SCAN_BYTES_MAX : want;
     bucket_scan bs = {.br = br, .out = out, .next = next, .records = records};
