@@ -175,7 +175,7 @@ static int nf_run_codec(const nf_config *cfg, firth_client *c, const char *codec
     int64_t polls;
     if (rc == 0) rc = nf_scan(cfg, sc[NF_SETS - 1], &sets[NF_SETS - 1], &polls, err);
     for (int s = 0; s < NF_SETS && rc == 0; s++) {
-        double wall, cpu, scpu;
+        double wall = 0, cpu = 0, scpu = 0;
         rc = nf_sample(cfg, sc[s], &sets[s], 1, &wall, &cpu, &scpu, &tm->polls[s], err);
         double n = (double)NF_SAMPLE_NS / 1e9 / (wall > 1e-6 ? wall : 1e-6);
         tm->inner[s] = n < 1 ? 1 : n > 1000 ? 1000 : (int)n;

@@ -177,7 +177,7 @@ bool fr_autop_matches(const fr_auto_partition *a, const char *text)
     pat_cursor c = {.p = a->format};
     const char *s = text;
     for (;;) {
-        field_kind k;
+        field_kind k = F_END;
         int width = 0, v = 0;
         char lit = 0;
         if (pat_next(&c, &k, &width, &lit, NULL) < 0) return false;

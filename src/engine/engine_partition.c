@@ -196,7 +196,7 @@ static bool log_dir_exists(const bucket_set *s, int bucket)
 int fr_tpart_log(fr_table *t, fr_tpart *p, int bucket, bool if_exists, fr_log **out,
                  fr_error *err)
 {
-    bucket_set s;
+    bucket_set s = {0};
     *out = NULL;
     FR_TRY(bucket_set_of(t, p, bucket, &s, err));
     int rc = FR_OK;
@@ -232,7 +232,7 @@ int fr_tpart_kv(fr_table *t, fr_tpart *p, int bucket, bool if_exists, fr_kv **ou
 {
     *out = NULL;
     FR_CHECK(t->conf.npk > 0, FR_EINVAL, err, "table %s has no primary key", t->qname);
-    bucket_set s;
+    bucket_set s = {0};
     FR_TRY(bucket_set_of(t, p, bucket, &s, err));
     int rc = FR_OK;
     pthread_mutex_lock(s.mu);

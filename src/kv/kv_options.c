@@ -72,7 +72,7 @@ static int kv_name_parse(const kv_name *names, int n, const char *what, const ch
 
 int fr_merge_engine_parse(const char *s, fr_merge_engine *out, fr_error *err)
 {
-    int v;
+    int v = 0;
     FR_TRY(kv_name_parse(merge_names, KV_COUNT(merge_names), "merge engine", s, &v, err));
     *out = (fr_merge_engine)v;
     return FR_OK;
@@ -80,7 +80,7 @@ int fr_merge_engine_parse(const char *s, fr_merge_engine *out, fr_error *err)
 
 int fr_agg_fn_parse(const char *s, fr_agg_fn *out, fr_error *err)
 {
-    int v;
+    int v = 0;
     FR_TRY(kv_name_parse(agg_names, KV_COUNT(agg_names), "aggregate function", s, &v, err));
     *out = (fr_agg_fn)v;
     return FR_OK;
@@ -88,7 +88,7 @@ int fr_agg_fn_parse(const char *s, fr_agg_fn *out, fr_error *err)
 
 int fr_delete_behavior_parse(const char *s, fr_delete_behavior *out, fr_error *err)
 {
-    int v;
+    int v = 0;
     FR_TRY(kv_name_parse(delete_names, KV_COUNT(delete_names), "delete behavior", s, &v, err));
     *out = (fr_delete_behavior)v;
     return FR_OK;
@@ -96,7 +96,7 @@ int fr_delete_behavior_parse(const char *s, fr_delete_behavior *out, fr_error *e
 
 int fr_changelog_image_parse(const char *s, fr_changelog_image *out, fr_error *err)
 {
-    int v;
+    int v = 0;
     FR_TRY(kv_name_parse(image_names, KV_COUNT(image_names), "changelog image", s, &v, err));
     *out = (fr_changelog_image)v;
     return FR_OK;

@@ -307,8 +307,8 @@ static json_t *find_by_id(json_t *arr, const char *key, int64_t id)
 
 static int parse_schema(fr_ice_meta *m, json_t *root, fr_error *err)
 {
-    int64_t sid;
-    json_t *schemas, *fields;
+    int64_t sid = 0;
+    json_t *schemas = NULL, *fields = NULL;
     FR_TRY(get_int(root, "current-schema-id", true, 0, INT32_MAX, 0, &sid, err));
     FR_TRY(get_array(root, "schemas", true, 1 << 20, &schemas, err));
     json_t *s = find_by_id(schemas, "schema-id", sid);
@@ -327,7 +327,7 @@ static int parse_schema(fr_ice_meta *m, json_t *root, fr_error *err)
     for (size_t i = 0; i < n; i++) {
         json_t *f = json_array_get(fields, i);
         const char *name = NULL, *tname;
-        int64_t id;
+        int64_t id = 0;
         json_t *req = json_object_get(f, "required");
         if (!json_is_object(f)) { rc = BAD("schema field %zu is not an object", i); goto fail; }
         FR_GOTO(get_int(f, "id", true, 0, INT32_MAX, 0, &id, err));
@@ -404,7 +404,7 @@ static int parse_keys(fr_ice_meta *m, json_t *root, fr_error *err)
 
 static int parse_spec(fr_ice_meta *m, json_t *root, fr_error *err)
 {
-    int64_t sid, last;
+    int64_t sid = 0, last = 0;
     json_t *specs, *fields;
     FR_TRY(get_int(root, "default-spec-id", true, 0, INT32_MAX, 0, &sid, err));
     FR_TRY(get_int(root, "last-partition-id", true, 0, INT32_MAX, 0, &last, err));
@@ -496,7 +496,7 @@ static int parse_snapshots(fr_ice_meta *m, json_t *root, fr_error *err)
 
 static int parse_root(fr_ice_meta *m, json_t *root, fr_error *err)
 {
-    int64_t v, col;
+    int64_t v = 0, col = 0;
     if (!json_is_object(root)) return BAD("not a JSON object");
     FR_TRY(get_int(root, "format-version", true, 1, 3, 0, &v, err));
     if (v != 2)
@@ -605,7 +605,7 @@ static int parse_offsets(const char *text, fr_lake_snapshot *out, fr_error *err)
     }
     for (size_t i = 0; i < n; i++) {
         json_t *e = json_array_get(arr, i);
-        int64_t pid, b, off;
+        int64_t pid = 0, b = 0, off = 0;
         if (!json_is_object(e)) { rc = BAD("tiered offset %zu is not an object", i); goto done; }
         FR_GOTO(get_int(e, "partition_id", true, -1, INT64_MAX, 0, &pid, err));
         FR_GOTO(get_int(e, "bucket", true, 0, INT32_MAX, 0, &b, err));

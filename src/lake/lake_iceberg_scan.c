@@ -259,8 +259,8 @@ static int plan(fr_iceberg_scan *s, const fr_ice_snap *snap, fr_error *err)
                                  f->path);
                     goto fail;
                 }
-                const uint8_t *pk;
-                size_t pklen;
+                const uint8_t *pk = NULL;
+                size_t pklen = 0;
                 FR_GOTO(part_key(s, f, &pk, &pklen, err));
                 if (!fr_ice_map_get(parts, pk, pklen)) continue;
                 FR_GOTO(load_delete_file(s, f, pk, pklen, err));
