@@ -255,7 +255,8 @@ static int sql_prompt_line(sql_state *st, fr_buf *pending, char *line, fr_error 
     return 0;
 }
 
-static int sql_prompt(sql_state *st)
+/* where: what the prompt talks to, for its greeting ("embedded, DIR" or "server HOST:PORT"). */
+static int sql_prompt(sql_state *st, const char *where)
 {
     char history[4096] = "";
     const char *home = getenv("HOME");
@@ -263,8 +264,8 @@ static int sql_prompt(sql_state *st)
     using_history();
     stifle_history(CLI_SQL_HISTORY_LINES_MAX);
     if (*history) read_history(history);
-    printf("firth %s (embedded). Statements end with ';'. Type help for help, \\q to quit.\n",
-           FIRTH_VERSION);
+    printf("firth %s (%s). Statements end with ';'. Type help for help, \\q to quit.\n",
+           FIRTH_VERSION, where);
     fr_buf pending;
     fr_buf_init(&pending);
     fr_error err = {0};
@@ -327,8 +328,11 @@ int cli_sql_main(int argc, char **argv)
     if (rc) return rc;
     if (execute || file || !isatty(STDIN_FILENO))
         rc = sql_script(&st, execute, file);
-    else
-        rc = sql_prompt(&st);
+    else {
+        char where[300];
+        snprintf(where, sizeof where, connect ? "server %s" : "embedded", connect);
+        rc = sql_prompt(&st, where);
+    }
     firth_close(st.client);
     return rc;
 }

@@ -56,6 +56,7 @@ printf 'USE shop;\nSELECT id FROM orders WHERE id = 7;\n\\q\n' >"$T/typed.txt"
 HOME=$T script -qfec "$FIRTH sql --connect $ADDR" /dev/null <"$T/typed.txt" >"$T/prompt.out" \
     2>&1 || fail "the prompt failed: $(cat "$T/prompt.out")"
 check_contains "$(cat "$T/prompt.out")" "1 row" "the remote prompt runs a query"
+check_contains "$(cat "$T/prompt.out")" "(server $ADDR)" "the remote prompt names its server"
 
 # consume --follow: records appended later arrive; SIGINT ends the output cleanly.
 follow() { # follow NAME ARGS...: starts a follower writing $T/NAME.out

@@ -153,6 +153,7 @@ if command -v script >/dev/null 2>&1; then
         script -qec "'$FIRTH' sql --data-dir '$d'" /dev/null >"$T/prompt.out" 2>&1 ||
         fail "the prompt exited with an error"
     p=$(tr -d '\r' <"$T/prompt.out")
+    check_contains "$p" "(embedded). Statements end with ';'" "the greeting"
     check_contains "$p" "firth> SELECT id" "the prompt"
     check_contains "$p" "    ->   FROM shop.orders" "the continuation prompt"
     check_contains "$p" "|  1 |" "a statement runs at its ';'"
