@@ -255,7 +255,7 @@ static int sql_prompt_line(sql_state *st, fr_buf *pending, char *line, fr_error 
     return 0;
 }
 
-/* where: what the prompt talks to, for its greeting ("embedded, DIR" or "server HOST:PORT"). */
+/* where: what the prompt talks to, for its greeting ("embedded" or "server HOST:PORT"). */
 static int sql_prompt(sql_state *st, const char *where)
 {
     char history[4096] = "";
