@@ -317,40 +317,39 @@ static int build_units(firth_lookuper *l, const fr_batch *keys, const kroute *k,
     return rc;
 }
 
-static int send_lookup(firth_lookuper *l, const kroute *k, kunit *u, int n, bool prefix,
-                       fr_error *err)
+/* Sends the units as one lookup (or prefix lookup) request; *m gets the answer (release it
+ * with fr_cnet_release). */
+static int call_lookup(firth_lookuper *l, const kroute *k, const kunit *u, int n, bool prefix,
+                       ProtobufCMessage **m, fr_error *err)
 {
     Firth__TablePath path = FIRTH__TABLE_PATH__INIT;
     fr_ctable_path(l->t, &path);
-    Firth__LookupRequest lr = FIRTH__LOOKUP_REQUEST__INIT;
-    Firth__PrefixLookupRequest pr = FIRTH__PREFIX_LOOKUP_REQUEST__INIT;
     Firth__LookupBucket *lb = fr_calloc((size_t)n + 1, sizeof *lb);
     Firth__PrefixLookupBucket *pb = fr_calloc((size_t)n + 1, sizeof *pb);
     void **ptrs = fr_calloc((size_t)n + 1, sizeof *ptrs);
-    ProtobufCMessage *m = NULL;
     int rc = lb && pb && ptrs ? FR_OK : fr_fail(err, FR_ENOMEM, "out of memory looking up");
     for (int i = 0; rc == 0 && i < n; i++) {
         int64_t pid = k->pids[u[i].dest / l->t->nbuckets];
         int bucket = u[i].dest % l->t->nbuckets;
+        ProtobufCBinaryData keys = {.data = u[i].keys.data, .len = u[i].keys.len};
         if (prefix) {
             firth__prefix_lookup_bucket__init(&pb[i]);
             pb[i].partition_id = pid;
             pb[i].bucket = bucket;
-            pb[i].prefixes.data = u[i].keys.data;
-            pb[i].prefixes.len = u[i].keys.len;
+            pb[i].prefixes = keys;
             ptrs[i] = &pb[i];
         } else {
             firth__lookup_bucket__init(&lb[i]);
             lb[i].partition_id = pid;
             lb[i].bucket = bucket;
-            lb[i].keys.data = u[i].keys.data;
-            lb[i].keys.len = u[i].keys.len;
+            lb[i].keys = keys;
             ptrs[i] = &lb[i];
         }
     }
     int32_t *proj = l->all_columns ? NULL : l->cols;
     size_t nproj = l->all_columns ? 0 : (size_t)l->ncols;
     if (rc == 0 && prefix) {
+        Firth__PrefixLookupRequest pr = FIRTH__PREFIX_LOOKUP_REQUEST__INIT;
         pr.path = &path;
         pr.table_id = l->t->id;
         pr.projection = proj;
@@ -358,8 +357,9 @@ static int send_lookup(firth_lookuper *l, const kroute *k, kunit *u, int n, bool
         pr.buckets = (Firth__PrefixLookupBucket **)ptrs;
         pr.n_buckets = (size_t)n;
         rc = fr_cnet_call(l->client->net, FR_RPC_PREFIX_LOOKUP, &pr.base, 0, FR_CNET_RETRY,
-                          NULL, NULL, &m, NULL, err);
+                          NULL, NULL, m, NULL, err);
     } else if (rc == 0) {
+        Firth__LookupRequest lr = FIRTH__LOOKUP_REQUEST__INIT;
         lr.path = &path;
         lr.table_id = l->t->id;
         lr.projection = proj;
@@ -367,63 +367,64 @@ static int send_lookup(firth_lookuper *l, const kroute *k, kunit *u, int n, bool
         lr.buckets = (Firth__LookupBucket **)ptrs;
         lr.n_buckets = (size_t)n;
         rc = fr_cnet_call(l->client->net, FR_RPC_LOOKUP, &lr.base, 0, FR_CNET_RETRY, NULL,
-                          NULL, &m, NULL, err);
+                          NULL, m, NULL, err);
     }
-    for (int i = 0; rc == 0 && i < n; i++) {
-        const Firth__Error *e;
-        const ProtobufCBinaryData *rows;
-        size_t nflags;
-        if (prefix) {
-            const Firth__PrefixLookupResponse *r = (const Firth__PrefixLookupResponse *)m;
-            if (r->n_buckets != (size_t)n) break;
-            e = r->buckets[i]->error;
-            rows = &r->buckets[i]->rows;
-            nflags = r->buckets[i]->n_row_counts;
-            if (!e && nflags == (size_t)u[i].n) {
-                u[i].counts = fr_malloc(sizeof *u[i].counts * (size_t)u[i].n);
-                if (!u[i].counts) rc = fr_fail(err, FR_ENOMEM, "out of memory looking up");
-                else memcpy(u[i].counts, r->buckets[i]->row_counts, sizeof *u[i].counts * nflags);
-            }
-        } else {
-            const Firth__LookupResponse *r = (const Firth__LookupResponse *)m;
-            if (r->n_buckets != (size_t)n) break;
-            e = r->buckets[i]->error;
-            rows = &r->buckets[i]->rows;
-            nflags = r->buckets[i]->n_found;
-            if (!e && nflags == (size_t)u[i].n) {
-                u[i].hit = fr_malloc(sizeof *u[i].hit * (size_t)u[i].n);
-                if (!u[i].hit) rc = fr_fail(err, FR_ENOMEM, "out of memory looking up");
-                else /* protobuf-c's booleans are ints */
-                    for (size_t f = 0; f < nflags; f++) u[i].hit[f] = r->buckets[i]->found[f] != 0;
-            }
-        }
-        if (rc < 0) break;
-        if (e && e->code) rc = fr_rpc_error_get(e, prefix ? "prefix_lookup" : "lookup", err);
-        else if (nflags != (size_t)u[i].n)
-            rc = fr_fail(err, FR_ECORRUPT, "a lookup answer of %zu flags for %lld keys", nflags,
-                         (long long)u[i].n);
-        else rc = decode_rows(l, rows->data, rows->len, &u[i].found, err);
-        /* The flags or counts must account for the rows exactly. */
-        int64_t want = 0;
-        for (int64_t q = 0; rc == 0 && q < u[i].n; q++) {
-            int64_t one = prefix ? u[i].counts[q] : u[i].hit[q];
-            if (one < 0) want = -1;
-            if (want >= 0) want += one;
-        }
-        if (rc == 0 && want != u[i].found.rows)
-            rc = fr_fail(err, FR_ECORRUPT, "a lookup answer with %lld rows for %lld found",
-                         (long long)u[i].found.rows, (long long)want);
+    fr_free(lb);
+    fr_free(pb);
+    fr_free(ptrs);
+    return rc;
+}
+
+/* Takes bucket i's part of the answer m into u: the found flags (lookup) or the rows per
+ * prefix (prefix lookup), then the rows, which the flags or counts must account for
+ * exactly. */
+static int take_answer(const firth_lookuper *l, const ProtobufCMessage *m, bool prefix, int i,
+                       kunit *u, fr_error *err)
+{
+    const Firth__PrefixLookupBucketResult *pb =
+        prefix ? ((const Firth__PrefixLookupResponse *)m)->buckets[i] : NULL;
+    const Firth__LookupBucketResult *lb =
+        prefix ? NULL : ((const Firth__LookupResponse *)m)->buckets[i];
+    const Firth__Error *e = prefix ? pb->error : lb->error;
+    if (e && e->code) return fr_rpc_error_get(e, prefix ? "prefix_lookup" : "lookup", err);
+    size_t nflags = prefix ? pb->n_row_counts : lb->n_found;
+    FR_CHECK(nflags == (size_t)u->n, FR_ECORRUPT, err,
+             "a lookup answer of %zu flags for %lld keys", nflags, (long long)u->n);
+    if (prefix) {
+        u->counts = fr_malloc(sizeof *u->counts * nflags + 1);
+        FR_CHECK(u->counts, FR_ENOMEM, err, "out of memory looking up");
+        memcpy(u->counts, pb->row_counts, sizeof *u->counts * nflags);
+    } else {
+        u->hit = fr_malloc(sizeof *u->hit * nflags + 1);
+        FR_CHECK(u->hit, FR_ENOMEM, err, "out of memory looking up");
+        for (size_t f = 0; f < nflags; f++) u->hit[f] = lb->found[f] != 0; /* ints in protobuf-c */
     }
-    if (rc == 0 && m) {
+    const ProtobufCBinaryData *rows = prefix ? &pb->rows : &lb->rows;
+    FR_TRY(decode_rows(l, rows->data, rows->len, &u->found, err));
+    int64_t want = 0;
+    for (int64_t q = 0; q < u->n && want >= 0; q++) {
+        int64_t one = prefix ? u->counts[q] : u->hit[q];
+        want = one < 0 ? -1 : want + one;
+    }
+    FR_CHECK(want == u->found.rows, FR_ECORRUPT, err,
+             "a lookup answer with %lld rows for %lld found", (long long)u->found.rows,
+             (long long)want);
+    return FR_OK;
+}
+
+static int send_lookup(firth_lookuper *l, const kroute *k, kunit *u, int n, bool prefix,
+                       fr_error *err)
+{
+    ProtobufCMessage *m = NULL;
+    int rc = call_lookup(l, k, u, n, prefix, &m, err);
+    if (rc == 0) {
         size_t got = prefix ? ((const Firth__PrefixLookupResponse *)m)->n_buckets
                             : ((const Firth__LookupResponse *)m)->n_buckets;
         if (got != (size_t)n)
             rc = fr_fail(err, FR_ECORRUPT, "a lookup answer for %zu buckets, not %d", got, n);
     }
+    for (int i = 0; rc == 0 && i < n; i++) rc = take_answer(l, m, prefix, i, &u[i], err);
     fr_cnet_release(l->client->net, m);
-    fr_free(lb);
-    fr_free(pb);
-    fr_free(ptrs);
     return rc;
 }
 
