@@ -235,6 +235,33 @@ int fr_gather_rows(const fr_batch *b, const int64_t *rows, int64_t n, fr_batch *
 /* About how many bytes a batch holds (its buffers): for batching by size. */
 int64_t fr_gather_bytes(const fr_batch *b);
 
+/* ---- lookup answers (client_lookup.c) ---------------------------------------------------- */
+
+/* Record batches collected in order. */
+typedef struct fr_rrows {
+    fr_batch **batches; /* owned */
+    int n, cap;
+    int64_t rows;
+} fr_rrows;
+
+/* What one bucket answered to a lookup of n keys: found flags or row counts per key, and the
+ * rows, in key order. */
+typedef struct fr_rlookup_part {
+    int64_t n;          /* keys asked (set by the caller) */
+    bool *hit;          /* owned: lookup: found per key */
+    int64_t *counts;    /* owned: prefix lookup: rows per prefix */
+    fr_rrows found;     /* the rows, of the lookuper's output schema */
+} fr_rlookup_part;
+
+/* Checks and decodes bucket i (< its n_buckets) of the answer m, a Firth__LookupResponse or,
+ * when prefix, a Firth__PrefixLookupResponse, into part: the bucket's own error, else its
+ * flags or counts (one per key) and its rows (schema out), which the flags or counts must
+ * account for exactly (FR_ECORRUPT otherwise). */
+int fr_rlookup_take(const ProtobufCMessage *m, bool prefix, int i, const fr_schema *out,
+                    fr_rlookup_part *part, fr_error *err);
+/* Frees what part holds; n stays. */
+void fr_rlookup_part_free(fr_rlookup_part *part);
+
 /* ---- record batches to and from the wire (client_remote.c) -------------------------------- */
 
 /* Decoded records of a fetch: one entry per record batch. */

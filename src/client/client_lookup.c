@@ -76,19 +76,13 @@ static int local_lookup(firth_lookuper *l, const fr_batch *keys, bool *found, fr
     return rc;
 }
 
-typedef struct collect {
-    fr_batch **batches;
-    int n, cap;
-    int64_t rows;
-} collect;
-
-static void collect_free(collect *c)
+static void rrows_free(fr_rrows *c)
 {
     for (int i = 0; i < c->n; i++) fr_batch_free(c->batches[i]);
     fr_free(c->batches);
 }
 
-static int collect_add(collect *c, fr_batch *b, fr_error *err)
+static int rrows_add(fr_rrows *c, fr_batch *b, fr_error *err)
 {
     if (c->n == c->cap) {
         int ncap = c->cap ? 2 * c->cap : 8;
@@ -107,11 +101,11 @@ static int collect_add(collect *c, fr_batch *b, fr_error *err)
 
 static int on_rows(void *ctx, fr_batch *batch, fr_error *err)
 {
-    return collect_add(ctx, batch, err);
+    return rrows_add(ctx, batch, err);
 }
 
 /* All the collected batches as one batch of schema. */
-static int collect_join(const collect *c, const fr_schema *schema, fr_batch **out,
+static int rrows_join(const fr_rrows *c, const fr_schema *schema, fr_batch **out,
                         fr_error *err)
 {
     fr_gather_run *runs = fr_calloc((size_t)c->n + 1, sizeof *runs);
@@ -130,7 +124,7 @@ static int local_prefix(firth_lookuper *l, const fr_batch *prefixes, int64_t *co
     fr_value vals[FR_SCHEMA_COLUMNS_MAX > 64 ? 64 : FR_SCHEMA_COLUMNS_MAX];
     FR_CHECK(np >= 1 && np <= 64 && np <= l->t->npk, FR_EINVAL, err,
              "a prefix has 1 to %d columns of the primary key, not %d", l->t->npk, np);
-    collect c = {0};
+    fr_rrows c = {0};
     int rc = FR_OK;
     for (int64_t r = 0; rc == 0 && r < fr_batch_num_rows(prefixes); r++) {
         for (int k = 0; k < np; k++) {
@@ -142,8 +136,8 @@ static int local_prefix(firth_lookuper *l, const fr_batch *prefixes, int64_t *co
         rc = fr_table_prefix_lookup(l->t->local, vals, np, l->cols, l->ncols, on_rows, &c, err);
         counts[r] = c.rows - before;
     }
-    if (rc == 0) rc = collect_join(&c, l->out_schema, rows, err);
-    collect_free(&c);
+    if (rc == 0) rc = rrows_join(&c, l->out_schema, rows, err);
+    rrows_free(&c);
     return rc;
 }
 
@@ -242,7 +236,7 @@ static int route_keys(fr_ctable *t, const fr_batch *keys, kroute *k, fr_error *e
 }
 
 /* Decodes zero or more record batches of the projected rows into c. */
-static int decode_rows(const firth_lookuper *l, const uint8_t *p, size_t n, collect *c,
+static int decode_rows(const fr_schema *out, const uint8_t *p, size_t n, fr_rrows *c,
                        fr_error *err)
 {
     while (n > 0) {
@@ -250,8 +244,8 @@ static int decode_rows(const firth_lookuper *l, const uint8_t *p, size_t n, coll
         FR_TRY(fr_rb_decode(p, n, &v, err));
         fr_batch *b = NULL;
         size_t used = 0;
-        FR_TRY(fr_ipc_read_batch(v.ipc, (size_t)v.ipc_length, l->out_schema, &b, &used, err));
-        FR_TRY(collect_add(c, b, err));
+        FR_TRY(fr_ipc_read_batch(v.ipc, (size_t)v.ipc_length, out, &b, &used, err));
+        FR_TRY(rrows_add(c, b, err));
         p += v.length;
         n -= (size_t)v.length;
     }
@@ -261,21 +255,16 @@ static int decode_rows(const firth_lookuper *l, const uint8_t *p, size_t n, coll
 /* One request's units: the key rows of each destination, encoded. */
 typedef struct kunit {
     int dest;
-    int64_t *rows;    /* key row numbers, in key order */
-    int64_t n;
+    int64_t *rows;        /* key row numbers, in key order (ans.n of them) */
     fr_buf keys;
-    collect found;    /* decoded result rows */
-    bool *hit;        /* lookup: found per key */
-    int64_t *counts;  /* prefix lookup: rows per prefix */
+    fr_rlookup_part ans;  /* the answer */
 } kunit;
 
 static void kunits_free(kunit *u, int n)
 {
     for (int i = 0; u && i < n; i++) {
         fr_buf_free(&u[i].keys);
-        collect_free(&u[i].found);
-        fr_free(u[i].hit);
-        fr_free(u[i].counts);
+        fr_rlookup_part_free(&u[i].ans);
     }
     fr_free(u);
 }
@@ -302,7 +291,7 @@ static int build_units(firth_lookuper *l, const fr_batch *keys, const kroute *k,
         kunit *x = &u[i++];
         x->dest = d;
         x->rows = order + start[d];
-        x->n = cnt;
+        x->ans.n = cnt;
         fr_buf_init(&x->keys);
         fr_batch *part = NULL;
         rc = fr_gather_rows(keys, x->rows, cnt, &part, err);
@@ -375,11 +364,18 @@ static int call_lookup(firth_lookuper *l, const kroute *k, const kunit *u, int n
     return rc;
 }
 
-/* Takes bucket i's part of the answer m into u: the found flags (lookup) or the rows per
- * prefix (prefix lookup), then the rows, which the flags or counts must account for
- * exactly. */
-static int take_answer(const firth_lookuper *l, const ProtobufCMessage *m, bool prefix, int i,
-                       kunit *u, fr_error *err)
+void fr_rlookup_part_free(fr_rlookup_part *part)
+{
+    rrows_free(&part->found);
+    fr_free(part->hit);
+    fr_free(part->counts);
+    part->found = (fr_rrows){0};
+    part->hit = NULL;
+    part->counts = NULL;
+}
+
+int fr_rlookup_take(const ProtobufCMessage *m, bool prefix, int i, const fr_schema *out,
+                    fr_rlookup_part *part, fr_error *err)
 {
     const Firth__PrefixLookupBucketResult *pb =
         prefix ? ((const Firth__PrefixLookupResponse *)m)->buckets[i] : NULL;
@@ -388,26 +384,27 @@ static int take_answer(const firth_lookuper *l, const ProtobufCMessage *m, bool 
     const Firth__Error *e = prefix ? pb->error : lb->error;
     if (e && e->code) return fr_rpc_error_get(e, prefix ? "prefix_lookup" : "lookup", err);
     size_t nflags = prefix ? pb->n_row_counts : lb->n_found;
-    FR_CHECK(nflags == (size_t)u->n, FR_ECORRUPT, err,
-             "a lookup answer of %zu flags for %lld keys", nflags, (long long)u->n);
+    FR_CHECK(nflags == (size_t)part->n, FR_ECORRUPT, err,
+             "a lookup answer of %zu flags for %lld keys", nflags, (long long)part->n);
     if (prefix) {
-        u->counts = fr_malloc(sizeof *u->counts * nflags + 1);
-        FR_CHECK(u->counts, FR_ENOMEM, err, "out of memory looking up");
-        memcpy(u->counts, pb->row_counts, sizeof *u->counts * nflags);
+        part->counts = fr_malloc(sizeof *part->counts * nflags + 1);
+        FR_CHECK(part->counts, FR_ENOMEM, err, "out of memory looking up");
+        memcpy(part->counts, pb->row_counts, sizeof *part->counts * nflags);
     } else {
-        u->hit = fr_malloc(sizeof *u->hit * nflags + 1);
-        FR_CHECK(u->hit, FR_ENOMEM, err, "out of memory looking up");
-        for (size_t f = 0; f < nflags; f++) u->hit[f] = lb->found[f] != 0; /* ints in protobuf-c */
+        part->hit = fr_malloc(sizeof *part->hit * nflags + 1);
+        FR_CHECK(part->hit, FR_ENOMEM, err, "out of memory looking up");
+        for (size_t f = 0; f < nflags; f++) /* protobuf-c's booleans are ints */
+            part->hit[f] = lb->found[f] != 0;
     }
     const ProtobufCBinaryData *rows = prefix ? &pb->rows : &lb->rows;
-    FR_TRY(decode_rows(l, rows->data, rows->len, &u->found, err));
+    FR_TRY(decode_rows(out, rows->data, rows->len, &part->found, err));
     int64_t want = 0;
-    for (int64_t q = 0; q < u->n && want >= 0; q++) {
-        int64_t one = prefix ? u->counts[q] : u->hit[q];
+    for (int64_t q = 0; q < part->n && want >= 0; q++) {
+        int64_t one = prefix ? part->counts[q] : part->hit[q];
         want = one < 0 ? -1 : want + one;
     }
-    FR_CHECK(want == u->found.rows, FR_ECORRUPT, err,
-             "a lookup answer with %lld rows for %lld found", (long long)u->found.rows,
+    FR_CHECK(want == part->found.rows, FR_ECORRUPT, err,
+             "a lookup answer with %lld rows for %lld found", (long long)part->found.rows,
              (long long)want);
     return FR_OK;
 }
@@ -423,7 +420,8 @@ static int send_lookup(firth_lookuper *l, const kroute *k, kunit *u, int n, bool
         if (got != (size_t)n)
             rc = fr_fail(err, FR_ECORRUPT, "a lookup answer for %zu buckets, not %d", got, n);
     }
-    for (int i = 0; rc == 0 && i < n; i++) rc = take_answer(l, m, prefix, i, &u[i], err);
+    for (int i = 0; rc == 0 && i < n; i++)
+        rc = fr_rlookup_take(m, prefix, i, l->out_schema, &u[i].ans, err);
     fr_cnet_release(l->client->net, m);
     return rc;
 }
@@ -434,7 +432,7 @@ typedef struct kcursor {
     int64_t row;
 } kcursor;
 
-static void cursor_take(const collect *c, kcursor *k, int64_t n, fr_gather_run *runs,
+static void cursor_take(const fr_rrows *c, kcursor *k, int64_t n, fr_gather_run *runs,
                         int *nruns)
 {
     while (n > 0 && k->batch < c->n) {
@@ -456,7 +454,7 @@ static int reassemble(firth_lookuper *l, const fr_batch *keys, const kroute *k, 
                       int nu, bool *found, int64_t *counts, fr_batch **rows, fr_error *err)
 {
     int64_t nkeys = fr_batch_num_rows(keys), total = 0;
-    for (int i = 0; i < nu; i++) total += u[i].found.rows;
+    for (int i = 0; i < nu; i++) total += u[i].ans.found.rows;
     int *unit_of = fr_malloc(sizeof *unit_of * ((size_t)k->ndest + 1));
     int64_t *seen = fr_calloc((size_t)nu + 1, sizeof *seen);
     kcursor *cur = fr_calloc((size_t)nu + 1, sizeof *cur);
@@ -473,8 +471,8 @@ static int reassemble(firth_lookuper *l, const fr_batch *keys, const kroute *k, 
         int64_t n = 0;
         if (i >= 0) {
             int64_t at = seen[i]++;
-            n = counts ? u[i].counts[at] : (u[i].hit[at] ? 1 : 0);
-            cursor_take(&u[i].found, &cur[i], n, runs, &nruns);
+            n = counts ? u[i].ans.counts[at] : (u[i].ans.hit[at] ? 1 : 0);
+            cursor_take(&u[i].ans.found, &cur[i], n, runs, &nruns);
         }
         if (counts) counts[r] = n;
         else found[r] = n > 0;

@@ -7,27 +7,12 @@
 #include <stdlib.h>
 
 #include "client/client_int.h"
+#include "fuzz_touch.h"
 
 static const char *SCHEMA_JSON =
     "{\"id\": 0, \"fields\": [{\"name\": \"id\", \"type\": \"BIGINT\", \"nullable\": false},"
     " {\"name\": \"s\", \"type\": \"STRING\", \"nullable\": true},"
     " {\"name\": \"v\", \"type\": \"DOUBLE\", \"nullable\": true}]}";
-
-static uint64_t touch(const fr_batch *b)
-{
-    uint64_t h = 0;
-    for (int c = 0; c < fr_batch_num_columns(b); c++)
-        for (int64_t r = 0; r < fr_batch_num_rows(b); r++) {
-            fr_value v;
-            fr_column_get(fr_batch_column(b, c), r, &v);
-            if (v.is_null) continue;
-            if (v.type.id == FR_T_STRING)
-                for (size_t i = 0; i < v.v.s.len; i++) h = h * 31 + v.v.s.ptr[i];
-            else
-                h = h * 31 + (uint64_t)v.v.i;
-        }
-    return h;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -52,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fr_error err = {0};
         fr_rfetch_decode(&plans[p], &t, data + 1, size - 1, from, &d, &n, &cap, &err);
         for (int i = 0; i < n; i++) {
-            sink += touch(d[i].batch);
+            sink += fuzz_touch(d[i].batch);
             for (int64_t r = 0; r < fr_batch_num_rows(d[i].batch); r++) {
                 if (d[i].offsets[r] < from || (r > 0 && d[i].offsets[r] <= d[i].offsets[r - 1]))
                     abort();
