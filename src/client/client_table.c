@@ -176,6 +176,9 @@ static int open_remote(fr_ctable *t, fr_error *err)
     int rc = FR_OK;
     FR_GOTO(schema_from(r->schema_json ? r->schema_json : "", r->schema_id, &t->schema, err));
     t->id = r->table_id;
+    if (r->num_buckets > FR_BUCKETS_MAX)
+        FR_GOTO(fr_fail(err, FR_ECORRUPT, "the server says table %s has %d buckets (at most "
+                        "%d)", t->qname, (int)r->num_buckets, FR_BUCKETS_MAX));
     t->nbuckets = r->num_buckets > 0 ? r->num_buckets : 1;
     FR_GOTO(columns_of(t, r->bucket_keys, r->n_bucket_keys, &t->bucket_key, &t->nbucket_key,
                        err));
