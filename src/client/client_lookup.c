@@ -106,7 +106,7 @@ static int on_rows(void *ctx, fr_batch *batch, fr_error *err)
 
 /* All the collected batches as one batch of schema. */
 static int rrows_join(const fr_rrows *c, const fr_schema *schema, fr_batch **out,
-                        fr_error *err)
+                      fr_error *err)
 {
     fr_gather_run *runs = fr_calloc((size_t)c->n + 1, sizeof *runs);
     FR_CHECK(runs, FR_ENOMEM, err, "out of memory joining rows");
