@@ -399,9 +399,12 @@ int fr_rlookup_take(const ProtobufCMessage *m, bool prefix, int i, const fr_sche
     const ProtobufCBinaryData *rows = prefix ? &pb->rows : &lb->rows;
     FR_TRY(decode_rows(out, rows->data, rows->len, &part->found, err));
     int64_t want = 0;
-    for (int64_t q = 0; q < part->n && want >= 0; q++) {
+    for (int64_t q = 0; q < part->n; q++) {
         int64_t one = prefix ? part->counts[q] : part->hit[q];
-        want = one < 0 ? -1 : want + one;
+        FR_CHECK(one >= 0 && one <= part->found.rows - want, FR_ECORRUPT, err,
+                 "a lookup answer counts %lld rows for key %lld, of %lld rows in all",
+                 (long long)one, (long long)q, (long long)part->found.rows);
+        want += one;
     }
     FR_CHECK(want == part->found.rows, FR_ECORRUPT, err,
              "a lookup answer with %lld rows for %lld found", (long long)part->found.rows,
