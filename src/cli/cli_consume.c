@@ -266,9 +266,11 @@ static int consume_follow(consume_state *st, firth_client *c, const char *table,
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     int64_t left = o->max_records;
+    bool polled_once = false; /* the table was there: a later "not found" is a drop */
     while (rc == 0 && !consume_stop && left != 0) {
         firth_scan_result *r = NULL;
         rc = firth_scanner_poll(sc, 200, &r, ferr);
+        polled_once = polled_once || rc == 0;
         for (int i = 0; rc == 0 && i < firth_scan_result_count(r) && left != 0; i++)
             rc = consume_polled(st, firth_scan_result_get(r, i), &left, ferr);
         firth_scan_result_free(r);
@@ -277,6 +279,11 @@ static int consume_follow(consume_state *st, firth_client *c, const char *table,
             snprintf(ferr->msg, sizeof ferr->msg, "writing the output: %s", strerror(errno));
             rc = -1;
         }
+    }
+    if (rc < 0 && ferr->code == FIRTH_ENOTFOUND && polled_once) {
+        char was[sizeof ferr->msg];
+        snprintf(was, sizeof was, "%s", ferr->msg);
+        snprintf(ferr->msg, sizeof ferr->msg, "%.200s (dropped while it was followed)", was);
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);

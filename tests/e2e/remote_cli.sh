@@ -114,3 +114,15 @@ check_eq "$(tail -n +2 "$T/latest.out" | wc -l | tr -d ' ')" "5" "--max-records 
 for id in $(tail -n +2 "$T/latest.out"); do
     [ "$id" -ge 41 ] || fail "--from latest printed an old record $id"
 done
+
+# A followed table that is dropped ends the follower with an error that says so.
+run 0 "$FIRTH" sql --connect "$ADDR" -e "CREATE TABLE shop.gone (id BIGINT)"
+follow gone --connect "$ADDR" --table shop.gone --follow
+echo '{"id": 1}' | "$FIRTH" produce --connect "$ADDR" --table shop.gone 2>/dev/null
+wait_rows "$T/gone.out" 1
+run 0 "$FIRTH" sql --connect "$ADDR" -e "DROP TABLE shop.gone"
+rc=0
+wait "$FOLLOWER" || rc=$?
+check_eq "$rc" "1" "consume --follow of a dropped table exits 1"
+check_contains "$(cat "$T/gone.err")" "(dropped while it was followed)" \
+    "the follower says its table was dropped"
