@@ -6,7 +6,8 @@
  * the bucket key lies within the primary key — sends one LOOKUP (PREFIX_LOOKUP) request with
  * a record batch of keys per bucket, and puts the rows found back in the order of the keys
  * it was given. A key of a partition that does not exist is not found; no partition is ever
- * created by a lookup. */
+ * created by a lookup. Each bucket's answer is checked before it is used (fr_rlookup_take):
+ * one flag or count per key, and exactly the rows they account for. */
 #include "client/client_int.h"
 
 #include <stdio.h>
