@@ -20,9 +20,10 @@ static const char *SCHEMA_JSON =
 
 static fr_schema *schema;
 
-/* Record batches of n rows (ids from 100), appended to out. */
+/* Record batches of n rows (ids from 100), appended to out; nothing when n is 0. */
 static void encode_rows(int64_t n, fr_buf *out)
 {
+    if (n == 0) return;
     fr_error err;
     fr_builder *b = NULL;
     assert_int_equal(fr_builder_new(schema, &b, &err), 0);
@@ -45,14 +46,13 @@ static int take_lookup(int64_t nkeys, int nflags, int nset, int64_t nrows, Firth
 {
     fr_buf rows;
     fr_buf_init(&rows);
-    if (nrows > 0) encode_rows(nrows, &rows);
+    encode_rows(nrows, &rows);
     protobuf_c_boolean found[16] = {0};
     for (int i = 0; i < nset; i++) found[i] = 1;
     Firth__LookupBucketResult b = FIRTH__LOOKUP_BUCKET_RESULT__INIT;
     b.found = found;
     b.n_found = (size_t)nflags;
-    b.rows.data = rows.data;
-    b.rows.len = rows.len;
+    b.rows = (ProtobufCBinaryData){.data = rows.data, .len = rows.len};
     b.error = e;
     Firth__LookupBucketResult *bs[1] = {&b};
     Firth__LookupResponse m = FIRTH__LOOKUP_RESPONSE__INIT;
@@ -70,12 +70,11 @@ static int take_prefix(int64_t nkeys, int64_t *counts, int ncounts, int64_t nrow
 {
     fr_buf rows;
     fr_buf_init(&rows);
-    if (nrows > 0) encode_rows(nrows, &rows);
+    encode_rows(nrows, &rows);
     Firth__PrefixLookupBucketResult b = FIRTH__PREFIX_LOOKUP_BUCKET_RESULT__INIT;
     b.row_counts = counts;
     b.n_row_counts = (size_t)ncounts;
-    b.rows.data = rows.data;
-    b.rows.len = rows.len;
+    b.rows = (ProtobufCBinaryData){.data = rows.data, .len = rows.len};
     Firth__PrefixLookupBucketResult *bs[1] = {&b};
     Firth__PrefixLookupResponse m = FIRTH__PREFIX_LOOKUP_RESPONSE__INIT;
     m.buckets = bs;
