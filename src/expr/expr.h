@@ -46,7 +46,17 @@ typedef enum fr_expr_kind {
     FR_EX_BETWEEN,  /* args[0] BETWEEN args[1] AND args[2]; negated for NOT BETWEEN */
     FR_EX_LIKE,     /* args[0] LIKE args[1] (pattern with % and _; ESCAPE not supported) */
     FR_EX_CAST,     /* CAST(args[0] AS cast_type) */
+    FR_EX_AGGREGATE, /* agg(args[0]), agg(DISTINCT args[0]) (distinct), or COUNT(*) (no
+                        args): written in a SELECT list, HAVING or ORDER BY, and replaced by
+                        the SQL planner with a column of the aggregated rows. It never
+                        binds: fr_expr_bind refuses it wherever it is left (WHERE, GROUP BY,
+                        inside another aggregate). */
 } fr_expr_kind;
+
+typedef enum fr_expr_agg {
+    FR_AGGFN_NONE = 0,
+    FR_AGGFN_COUNT, FR_AGGFN_SUM, FR_AGGFN_MIN, FR_AGGFN_MAX, FR_AGGFN_AVG,
+} fr_expr_agg;
 
 typedef enum fr_expr_op {
     FR_OP_NONE = 0,
@@ -70,6 +80,8 @@ struct fr_expr {
     const char *name;    /* FR_EX_COLUMN: the name as written */
     int column;          /* FR_EX_COLUMN: index in the bound schema, -1 before binding */
     fr_type cast_type;   /* FR_EX_CAST */
+    fr_expr_agg agg;     /* FR_EX_AGGREGATE: the function */
+    bool distinct;       /* FR_EX_AGGREGATE: over the distinct values of args[0] */
     fr_type type;        /* result type, set by binding */
     fr_type operand_type; /* set by binding: comparisons, IN and BETWEEN compare in this type;
                             arithmetic converts its operands to it (the result type for
@@ -140,6 +152,8 @@ void fr_expr_columns(const fr_expr *e, uint8_t *used);
  * TIME '10:00:00', TIMESTAMP '2026-01-01 10:00:00.123', X'0a1b' for bytes. The SQL
  * parser reads the text back as the same expression. */
 int fr_expr_format(const fr_expr *e, fr_buf *out, fr_error *err);
+/* The SQL name of an aggregate function: "COUNT", "SUM", "MIN", "MAX", "AVG". */
+const char *fr_expr_agg_name(fr_expr_agg agg);
 /* Whether p[0..n) is a word the SQL dialect reserves (any case): SELECT, FROM, AND, NULL,
  * ... A column of that name is written in backquotes. */
 bool fr_expr_word_reserved(const char *p, size_t n);

@@ -368,6 +368,12 @@ static int ex_check_shape(const fr_expr *e, fr_error *err)
     case FR_EX_LIKE: need_min = need_max = 2; break;
     case FR_EX_BETWEEN: need_min = need_max = 3; break;
     case FR_EX_IN: need_min = 2; need_max = INT32_MAX; break;
+    case FR_EX_AGGREGATE: {
+        char where[64];
+        return fr_fail(err, FR_ESYNTAX, "%saggregate function %s is not allowed here (only in "
+                       "a SELECT list, HAVING and ORDER BY, and not inside another aggregate)",
+                       ex_where(e, where, sizeof where), fr_expr_agg_name(e->agg));
+    }
     default:
         return fr_fail(err, FR_EINVAL, "malformed expression: node kind %d", (int)e->kind);
     }
@@ -425,6 +431,7 @@ static int ex_bind(fr_expr *e, const fr_schema *s, int depth, fr_error *err)
         return 0;
     }
     case FR_EX_CAST: return ex_bind_cast(e, err);
+    case FR_EX_AGGREGATE: break; /* refused by ex_check_shape */
     }
     return fr_fail(err, FR_EINVAL, "malformed expression: node kind %d", (int)e->kind);
 }

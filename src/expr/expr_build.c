@@ -261,8 +261,27 @@ static int ex_format(const fr_expr *e, fr_buf *out, int depth, fr_error *err)
         FR_TRY(ex_format(e->args[0], out, depth + 1, err));
         return fr_buf_printf(out, err, " AS %s)", ex_type_name(&e->cast_type, tn, sizeof tn));
     }
+    case FR_EX_AGGREGATE:
+        FR_TRY(fr_buf_printf(out, err, "%s(%s", fr_expr_agg_name(e->agg),
+                             e->distinct ? "DISTINCT " : ""));
+        if (e->nargs == 0) FR_TRY(fr_buf_printf(out, err, "*"));
+        else FR_TRY(ex_format(e->args[0], out, depth + 1, err));
+        return fr_buf_printf(out, err, ")");
     }
     return fr_fail(err, FR_EINVAL, "cannot format an expression node of kind %d", (int)e->kind);
+}
+
+const char *fr_expr_agg_name(fr_expr_agg agg)
+{
+    switch (agg) {
+    case FR_AGGFN_COUNT: return "COUNT";
+    case FR_AGGFN_SUM: return "SUM";
+    case FR_AGGFN_MIN: return "MIN";
+    case FR_AGGFN_MAX: return "MAX";
+    case FR_AGGFN_AVG: return "AVG";
+    case FR_AGGFN_NONE: break;
+    }
+    return "?";
 }
 
 int fr_expr_format(const fr_expr *e, fr_buf *out, fr_error *err)

@@ -631,6 +631,7 @@ int ex_eval(const fr_expr *e, const fr_batch *b, const uint64_t *mask, ex_vec *o
     case FR_EX_BETWEEN: return ex_eval_between(e, b, mask, out, err);
     case FR_EX_LIKE: return ex_eval_like(e, b, mask, out, err);
     case FR_EX_CAST: return ex_eval_cast(e, b, mask, out, err);
+    case FR_EX_AGGREGATE: break; /* never bound */
     }
     return fr_fail(err, FR_EINVAL, "cannot evaluate an expression node of kind %d, op %d",
                    (int)e->kind, (int)e->op);

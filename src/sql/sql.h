@@ -10,9 +10,11 @@
  * ALTER TABLE t DROP [IF EXISTS] PARTITION (k = v, ...), ...; SHOW DATABASES;
  * SHOW TABLES [FROM d]; SHOW PARTITIONS t [PARTITION (...)]; SHOW CREATE TABLE t;
  * DESCRIBE|DESC t; USE d; INSERT INTO t [(cols)] VALUES (...), ... (an upsert, partial when
- * the columns leave some out, into a primary-key table); [EXPLAIN] SELECT items [FROM t
- * [WHERE e]] [LIMIT n] (t may be t$changelog, t$lake or t$lake_snapshots; a lake-enabled
- * table is read by a union read of its lake and its log); [EXPLAIN] UPDATE t SET c = e, ...
+ * the columns leave some out, into a primary-key table); [EXPLAIN] SELECT [DISTINCT] items
+ * [FROM t [WHERE e]] [GROUP BY e, ...] [HAVING e] [ORDER BY e [ASC|DESC] [NULLS
+ * FIRST|LAST], ...] [LIMIT n] (items may hold COUNT, SUM, MIN, MAX and AVG; t may be
+ * t$changelog, t$lake or t$lake_snapshots; a lake-enabled table is read by a union read of
+ * its lake and its log); [EXPLAIN] UPDATE t SET c = e, ...
  * [WHERE e] and [EXPLAIN] DELETE FROM t [WHERE e] on primary-key tables; CALL
  * sys.tier('db.t') (one tiering round now; returns the snapshot id).
  * Several statements are separated by ';'.

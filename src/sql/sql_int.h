@@ -125,6 +125,14 @@ typedef struct sql_select_item {
     sql_pos pos;
 } sql_select_item;
 
+/* ORDER BY expr [ASC|DESC] [NULLS FIRST|LAST] */
+typedef struct sql_order_item {
+    fr_expr *expr;
+    bool desc;
+    bool nulls_first; /* as written, or the default: NULLs sort as if above every value */
+    sql_pos pos;
+} sql_order_item;
+
 /* UPDATE ... SET column = value */
 typedef struct sql_assignment {
     sql_ident column;
@@ -197,6 +205,13 @@ typedef struct sql_stmt {
     bool has_from;
     fr_expr *where;    /* SELECT, UPDATE, DELETE */
     sql_pos where_pos; /* the condition's first token */
+    bool distinct;       /* SELECT DISTINCT */
+    fr_expr **group_by;  /* GROUP BY: NULL when not written */
+    int ngroup_by;
+    fr_expr *having;     /* or NULL */
+    sql_pos having_pos;
+    sql_order_item *order_by; /* ORDER BY: NULL when not written */
+    int norder_by;
     int64_t limit; /* -1: none */
     sql_pos limit_pos;
 } sql_stmt;
@@ -277,6 +292,16 @@ int sql_exec_insert(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *si
                     fr_error *err);
 int sql_exec_select(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
                     fr_error *err);
+/* A SELECT over rows held in memory: plans st's items, WHERE and LIMIT against schema (the
+ * rows' own; borrowed) and sends rows (taken; NULL: none) through them to sink, begin to
+ * end. With a NULL sink and no rows it only plans: its errors come as a run's would. */
+int sql_select_rows(const sql_stmt *st, const fr_schema *schema, fr_batch *rows,
+                    const fr_sql_sink *sink, fr_error *err);
+/* Whether a SELECT needs the stages after the read (sql_staged.c): GROUP BY, HAVING, an
+ * aggregate function, DISTINCT or ORDER BY. */
+bool sql_query_is_staged(const sql_stmt *st);
+int sql_exec_query(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
+                   fr_error *err);
 int sql_exec_dml(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
                  fr_error *err); /* UPDATE, DELETE */
 int sql_exec_call(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
@@ -417,6 +442,82 @@ int sql_const_eval(sql_const_ctx *c, fr_expr *e, fr_arena *arena, fr_value *out,
                    fr_error *err);
 int sql_const_bind(sql_const_ctx *c, fr_expr *e, fr_error *err);
 int sql_const_batch(sql_const_ctx *c, const fr_batch **out, fr_error *err);
+
+/* ---- GROUP BY and aggregate functions: the grouping stage (sql_group.c) ----------------- */
+
+/* At most this many bytes of groups (their keys and aggregate states) are held by one
+ * GROUP BY, DISTINCT or aggregate query. */
+#define FR_SQL_GROUP_BYTES_MAX ((int64_t)1 << 30)
+
+typedef struct sql_agg_spec {
+    fr_expr_agg fn;
+    bool distinct; /* over the distinct non-null values of the argument */
+    int arg;       /* the input column it reads; -1 for COUNT(*) */
+    sql_pos pos;   /* where the call was written, for its errors */
+} sql_agg_spec;
+
+/* The result type of fn over values of type arg (NULL for COUNT(*)): COUNT is BIGINT NOT
+ * NULL; SUM is BIGINT over integers, DECIMAL(38, s) over DECIMAL(p, s), DOUBLE over FLOAT
+ * and DOUBLE; AVG is DOUBLE over integers, FLOAT and DOUBLE, DECIMAL(38, max(s, 6)) over
+ * DECIMAL(p, s); MIN and MAX have the argument's type. All but COUNT are nullable (NULL
+ * for a group without a non-null value). FR_ETYPE, naming the function and the type, when
+ * fn does not take the type (SUM of a string); pos is where the call was written. */
+int sql_agg_type(fr_expr_agg fn, const fr_type *arg, sql_pos pos, fr_type *out,
+                 fr_error *err);
+
+typedef struct sql_grouper sql_grouper;
+
+/* Groups rows of `input` by its first ngroup columns (NULLs form one group, as in SQL
+ * GROUP BY) and computes aggs over each group. The output schema holds the group columns
+ * (their types) and then one column per aggregate (sql_agg_type). With ngroup 0 there is
+ * exactly one group, also when no row is added. The schemas are borrowed. */
+int sql_grouper_new(const fr_schema *input, int ngroup, const sql_agg_spec *aggs, int naggs,
+                    const fr_schema *output, sql_grouper **out, fr_error *err);
+/* Adds a batch of rows of `input` (borrowed). FR_ELIMIT past FR_SQL_GROUP_BYTES_MAX or
+ * FR_BATCH_ROWS_MAX groups; FR_ERANGE when a SUM overflows its type. */
+int sql_grouper_add(sql_grouper *g, const fr_batch *batch, fr_error *err);
+/* The groups as one batch of the output schema, in the order their first rows came. */
+int sql_grouper_finish(sql_grouper *g, fr_batch **out, fr_error *err);
+void sql_grouper_free(sql_grouper *g);
+
+/* ---- ORDER BY: the sort stage (sql_order.c) -------------------------------------------- */
+
+/* At most this many bytes are held by one sort without LIMIT, or by the best rows of a sort
+ * with one: the rows' Arrow buffers, their sort keys and an entry of 32 bytes per row. A
+ * batch is counted by its own columns, so the caller hands over batches that hold only the
+ * columns it needs, not views into wider ones. */
+#define FR_SQL_SORT_BYTES_MAX ((int64_t)1 << 30)
+
+typedef struct sql_sort_key {
+    int column;       /* a column of the sorter's schema */
+    bool desc;        /* DESC: largest first */
+    bool nulls_first; /* NULLs before every value (else after) */
+} sql_sort_key;
+
+typedef struct sql_sorter sql_sorter;
+
+/* A sort of rows of `schema` (nvisible >= 1) by keys (compared as SQL comparisons order values: numbers by
+ * value, strings and bytes bytewise, NaN above +Infinity; equal keys keep the order rows
+ * were added in). Hands at most `limit` rows (-1: all) on, each batch projected to the
+ * first `nvisible` columns of schema (the others are sort keys only). schema is borrowed
+ * and must outlive the sorter. */
+int sql_sorter_new(const fr_schema *schema, const sql_sort_key *keys, int nkeys, int64_t limit,
+                   int nvisible, sql_sorter **out, fr_error *err);
+/* Takes batch (freed here, also on failure). FR_ELIMIT once the rows held pass
+ * FR_SQL_SORT_BYTES_MAX; with a limit only the best `limit` rows are kept as it goes. After
+ * a failure the sorter may only be freed. */
+int sql_sorter_add(sql_sorter *s, fr_batch *batch, fr_error *err);
+/* Sends the sorted rows to sink->rows in batches (begin and end are the caller's), once.
+ * Returns what sql_sink_rows returns: 0, a failure, or 1 when the sink stopped. */
+int sql_sorter_emit(sql_sorter *s, const fr_sql_sink *sink, fr_error *err);
+void sql_sorter_free(sql_sorter *s);
+/* Appends the memcmp-ordered encoding of row's value of column c (sql_order.c): a marker
+ * (a NULL sorts first when nulls_first, else last; 0x01 when a value follows), then
+ * fr_key_encode of the value, complemented for desc. Values that compare equal encode
+ * alike (-0.0 as 0.0, every NaN as one). FR_ELIMIT for a value whose encoding passes
+ * FR_KEY_BYTES_MAX. Sorting and grouping share it. */
+int sql_key_append(fr_buf *out, const fr_column *c, int64_t row, bool desc, bool nulls_first,
+                   fr_error *err);
 
 /* Copies one column's buffers out of a batch into the three fr_malloc'd buffers
  * fr_batch_from_buffers takes (validity, offsets, values). */

@@ -616,8 +616,44 @@ static int p_cast(sql_parser *P, sql_pos pos, fr_expr **out, int *d)
     return check_depth(P, *d, pos);
 }
 
+/* COUNT(*), COUNT([DISTINCT] e), SUM, MIN, MAX, AVG([DISTINCT] e): the '(' is current. */
+static int p_aggregate(sql_parser *P, fr_expr_agg agg, sql_pos pos, fr_expr **out, int *d)
+{
+    sql_p_advance(P);
+    bool distinct = sql_p_accept(P, "DISTINCT");
+    fr_expr *arg = NULL;
+    int da = 0;
+    if (!distinct && P->cur.kind == SQL_T_STAR) {
+        if (agg != FR_AGGFN_COUNT)
+            return sql_p_fail(P, FR_ESYNTAX, P->cur.pos, "%s(*) is not allowed: only COUNT(*) "
+                              "counts rows", fr_expr_agg_name(agg));
+        sql_p_advance(P);
+    } else {
+        FR_TRY(p_expr_d(P, &arg, &da));
+    }
+    FR_TRY(sql_p_expect_tok(P, SQL_T_RPAREN, "')' to close the aggregate function"));
+    fr_expr *e = new_node(P, FR_EX_AGGREGATE, FR_OP_NONE, arg ? 1 : 0, pos);
+    if (!e) return P->rc;
+    if (arg) e->args[0] = arg;
+    e->agg = agg;
+    e->distinct = distinct;
+    *out = e;
+    *d = da + 1;
+    return check_depth(P, *d, pos);
+}
+
+/* The aggregate function a word names, or FR_AGGFN_NONE. */
+static fr_expr_agg agg_of(const sql_token *t)
+{
+    static const fr_expr_agg aggs[] = {FR_AGGFN_COUNT, FR_AGGFN_SUM, FR_AGGFN_MIN, FR_AGGFN_MAX,
+                                       FR_AGGFN_AVG};
+    for (size_t i = 0; i < sizeof aggs / sizeof aggs[0]; i++)
+        if (sql_tok_is(t, fr_expr_agg_name(aggs[i]))) return aggs[i];
+    return FR_AGGFN_NONE;
+}
+
 /* A word in expression position: TRUE, FALSE, NULL, CAST(...), a typed literal
- * (DATE '...'), or a column name. */
+ * (DATE '...'), an aggregate function, or a column name. */
 static int p_word(sql_parser *P, fr_expr **out, int *d)
 {
     const sql_token t = P->cur;
@@ -656,6 +692,10 @@ static int p_word(sql_parser *P, fr_expr **out, int *d)
         }
     }
     if (fr_expr_word_reserved(t.p, t.n)) return sql_p_expected(P, "an expression");
+    if (sql_p_peek2(P)->kind == SQL_T_LPAREN && agg_of(&t) != FR_AGGFN_NONE) {
+        sql_p_advance(P);
+        return p_aggregate(P, agg_of(&t), t.pos, out, d);
+    }
     if (sql_p_peek2(P)->kind == SQL_T_LPAREN) {
         char w[64];
         snprintf(w, sizeof w, "%.*s", (int)(t.n < 40 ? t.n : 40), t.p);

@@ -481,10 +481,70 @@ static int p_limit(sql_parser *P, sql_stmt *st)
     return 0;
 }
 
+/* GROUP BY expr, ... */
+static int p_group_by(sql_parser *P, sql_stmt *st)
+{
+    int cap = 0;
+    do {
+        if (st->ngroup_by >= FR_SCHEMA_COLUMNS_MAX)
+            return sql_p_fail(P, FR_ELIMIT, P->cur.pos, "GROUP BY takes at most %d expressions",
+                              FR_SCHEMA_COLUMNS_MAX);
+        FR_TRY(grow(P, (void **)&st->group_by, st->ngroup_by, &cap, sizeof *st->group_by));
+        FR_TRY(sql_p_expr(P, &st->group_by[st->ngroup_by++]));
+    } while (sql_p_accept_tok(P, SQL_T_COMMA));
+    return 0;
+}
+
+/* ORDER BY expr [ASC|DESC] [NULLS FIRST|LAST], ... */
+static int p_order_by(sql_parser *P, sql_stmt *st)
+{
+    int cap = 0;
+    do {
+        if (st->norder_by >= FR_SCHEMA_COLUMNS_MAX)
+            return sql_p_fail(P, FR_ELIMIT, P->cur.pos, "ORDER BY takes at most %d keys",
+                              FR_SCHEMA_COLUMNS_MAX);
+        FR_TRY(grow(P, (void **)&st->order_by, st->norder_by, &cap, sizeof *st->order_by));
+        sql_order_item *o = &st->order_by[st->norder_by++];
+        *o = (sql_order_item){.pos = P->cur.pos};
+        FR_TRY(sql_p_expr(P, &o->expr));
+        if (sql_p_accept(P, "DESC")) o->desc = true;
+        else sql_p_accept(P, "ASC");
+        o->nulls_first = o->desc;
+        if (sql_p_accept(P, "NULLS")) {
+            if (sql_p_accept(P, "FIRST")) o->nulls_first = true;
+            else if (sql_p_accept(P, "LAST")) o->nulls_first = false;
+            else return sql_p_expected(P, "FIRST or LAST after NULLS");
+        }
+    } while (sql_p_accept_tok(P, SQL_T_COMMA));
+    return 0;
+}
+
+/* What may follow the table (or the items, without FROM): GROUP BY, HAVING, ORDER BY,
+ * LIMIT, in that order. */
+static int p_select_tail(sql_parser *P, sql_stmt *st)
+{
+    if (sql_p_accept(P, "GROUP")) {
+        FR_TRY(sql_p_expect(P, "BY"));
+        FR_TRY(p_group_by(P, st));
+    }
+    if (sql_p_accept(P, "HAVING")) {
+        st->having_pos = P->cur.pos;
+        FR_TRY(sql_p_expr(P, &st->having));
+    }
+    if (sql_p_accept(P, "ORDER")) {
+        FR_TRY(sql_p_expect(P, "BY"));
+        FR_TRY(p_order_by(P, st));
+    }
+    if (sql_p_accept(P, "LIMIT")) FR_TRY(p_limit(P, st));
+    return 0;
+}
+
 static int p_select(sql_parser *P, sql_stmt *st)
 {
     st->kind = SQL_SELECT;
     st->limit = -1;
+    if (sql_p_accept(P, "DISTINCT")) st->distinct = true;
+    else sql_p_accept(P, "ALL");
     int cap = 0;
     do {
         if (st->nitems >= FR_SCHEMA_COLUMNS_MAX)
@@ -508,8 +568,7 @@ static int p_select(sql_parser *P, sql_stmt *st)
         if (sql_tok_is(&P->cur, "WHERE"))
             return sql_p_fail(P, FR_ESYNTAX, P->cur.pos, "WHERE needs a FROM clause");
     }
-    if (sql_p_accept(P, "LIMIT")) FR_TRY(p_limit(P, st));
-    return 0;
+    return p_select_tail(P, st);
 }
 
 /* ---- UPDATE and DELETE ------------------------------------------------------------------ */

@@ -545,15 +545,15 @@ static int run_union(fr_table *t, const sql_stmt *st, sel_plan *p, bool lake_onl
     return sql_sink_end(sink, NULL, err);
 }
 
-/* t$lake_snapshots: its rows are few and built whole, then filtered and projected. */
-static int run_snapshots(fr_table *t, const sql_stmt *st, sel_plan *p, const fr_sql_sink *sink,
-                         fr_error *err)
+/* Sends rows held in memory (taken; NULL: none) through a planned SELECT: filtered by its
+ * condition, projected, limited. */
+static int run_rows(const sql_stmt *st, sel_plan *p, fr_batch *all, const fr_sql_sink *sink,
+                    fr_error *err)
 {
-    fr_batch *all = NULL, *kept = NULL;
+    fr_batch *kept = NULL;
     uint8_t *keep = NULL;
-    int rc = sql_lake_snapshots_batch(t, p->table_schema, &all, err);
-    if (rc < 0) return sql_wrap_at(err, st->table.pos);
-    int64_t rows = fr_batch_num_rows(all), n = rows;
+    int rc = 0;
+    int64_t rows = all ? fr_batch_num_rows(all) : 0, n = rows;
     if (p->where && rows > 0) {
         keep = fr_calloc((size_t)(rows + 7) / 8, 1);
         if (!keep) {
@@ -568,9 +568,9 @@ static int run_snapshots(fr_table *t, const sql_stmt *st, sel_plan *p, const fr_
         FR_GOTO(fr_batch_filter(all, keep, &kept, err));
     }
     fr_batch *proj = NULL;
-    FR_GOTO(fr_batch_project(kept ? kept : all, p->cols, p->ncols, &proj, err));
+    if (all) FR_GOTO(fr_batch_project(kept ? kept : all, p->cols, p->ncols, &proj, err));
     rc = sql_sink_begin(sink, p->result, err);
-    if (rc == 0 && p->limit != 0) {
+    if (rc == 0 && p->limit != 0 && proj) {
         sel_run r = {.plan = p, .sink = sink, .err = err};
         on_rows(&r, proj, err);
         proj = NULL;
@@ -582,6 +582,30 @@ fail:
     fr_free(keep);
     fr_batch_free(kept);
     fr_batch_free(all);
+    return rc;
+}
+
+/* t$lake_snapshots: its rows are few and built whole, then filtered and projected. */
+static int run_snapshots(fr_table *t, const sql_stmt *st, sel_plan *p, const fr_sql_sink *sink,
+                         fr_error *err)
+{
+    fr_batch *all = NULL;
+    int rc = sql_lake_snapshots_batch(t, p->table_schema, &all, err);
+    if (rc < 0) return sql_wrap_at(err, st->table.pos);
+    return run_rows(st, p, all, sink, err);
+}
+
+int sql_select_rows(const sql_stmt *st, const fr_schema *schema, fr_batch *rows,
+                    const fr_sql_sink *sink, fr_error *err)
+{
+    sel_plan p = {.limit = st->limit};
+    p.arena = fr_arena_new(16 << 10);
+    int rc = p.arena ? plan_select(schema, st, &p, err)
+                     : fr_fail(err, FR_ENOMEM, "out of memory planning a SELECT");
+    if (rc == 0) rc = run_rows(st, &p, rows, sink, err);
+    else fr_batch_free(rows);
+    plan_free(&p);
+    fr_arena_free(p.arena);
     return rc;
 }
 
@@ -773,6 +797,7 @@ fail:
 int sql_exec_select(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
                     fr_error *err)
 {
+    if (sql_query_is_staged(st)) return sql_exec_query(s, st, sink, err);
     sel_plan p = {.limit = st->limit};
     p.arena = fr_arena_new(16 << 10);
     if (!p.arena) return fr_fail(err, FR_ENOMEM, "out of memory planning a SELECT");

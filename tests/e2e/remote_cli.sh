@@ -38,6 +38,11 @@ check_contains "$ERR" "30 rows written to shop.orders" "produce --connect"
 run 0 "$FIRTH" consume --connect "$ADDR" --table shop.orders --format csv --columns id
 check_eq "$(echo "$OUT" | tail -n +2 | sort -n | tr '\n' ' ')" "$(seq 1 30 | tr '\n' ' ')" \
     "consume --connect reads every row once"
+# Aggregates, grouping and sorting run in the server; their rows stream back in order.
+run 0 "$FIRTH" sql --connect "$ADDR" --format csv -e "SELECT price > 15 AS high, COUNT(*) AS n,
+  MIN(item), MAX(price) FROM shop.orders GROUP BY price > 15 ORDER BY high DESC"
+check_eq "$OUT" "$(printf 'high,n,MIN(item),MAX(price)\ntrue,16,i15,30.50\nfalse,14,i1,14.50')" \
+    "sql --connect with GROUP BY and ORDER BY"
 run 0 "$FIRTH" consume --connect "$ADDR" --table shop.orders --where "price > 28.5" \
     --columns item
 check_eq "$(echo "$OUT" | sort)" "$(printf '{"item":"i29"}\n{"item":"i30"}')" \

@@ -457,6 +457,152 @@ static void test_select_constants(void **state)
     assert_run("SELECT 1, 1", "[1 INT NOT NULL, 1$1 INT NOT NULL]\n1 | 1\nend\n");
 }
 
+/* ---- GROUP BY, aggregates, HAVING, DISTINCT and ORDER BY --------------------------------- */
+
+static const char *group_rows =
+    "CREATE TABLE g (k STRING, v INT, d DOUBLE, m DECIMAL(10, 2)) WITH ('bucket.num' = '3');"
+    "INSERT INTO g VALUES ('a', 1, 1.5, 1.00), ('b', 2, NULL, 2.50), ('a', 3, 2.5, NULL),"
+    " (NULL, 4, -1.0, 0.10), ('b', NULL, 0.5, 2.50)";
+
+static void test_group_by(void **state)
+{
+    (void)state;
+    assert_run(group_rows, "table default.g created\n5 rows inserted\n");
+    assert_run("SELECT k, COUNT(*), COUNT(v), SUM(v), MIN(d), MAX(d), AVG(m), "
+               "COUNT(DISTINCT m) FROM g GROUP BY k ORDER BY k",
+               "[k STRING, COUNT(*) BIGINT NOT NULL, COUNT(v) BIGINT NOT NULL, SUM(v) BIGINT, "
+               "MIN(d) DOUBLE, MAX(d) DOUBLE, AVG(m) DECIMAL(38, 6), COUNT(DISTINCT m) BIGINT "
+               "NOT NULL]\n"
+               "a | 2 | 2 | 4 | 1.5 | 2.5 | 1.000000 | 1\n"
+               "b | 2 | 1 | 2 | 0.5 | 0.5 | 2.500000 | 1\n"
+               "NULL | 1 | 1 | 4 | -1.0 | -1.0 | 0.100000 | 1\n"
+               "end\n");
+    /* Without GROUP BY: one group, also over no rows. */
+    assert_run("SELECT COUNT(*) AS n, SUM(m), AVG(v), MIN(k), MAX(k) FROM g",
+               "[n BIGINT NOT NULL, SUM(m) DECIMAL(38, 2), AVG(v) DOUBLE, MIN(k) STRING, "
+               "MAX(k) STRING]\n5 | 6.10 | 2.5 | a | b\nend\n");
+    assert_run("SELECT COUNT(*), SUM(v), MAX(k) FROM g WHERE v > 100",
+               "[COUNT(*) BIGINT NOT NULL, SUM(v) BIGINT, MAX(k) STRING]\n0 | NULL | NULL\nend\n");
+    /* Expressions over groups and aggregates; GROUP BY an expression. */
+    assert_run("SELECT v % 2 AS odd, SUM(v) * 10 + COUNT(*) FROM g WHERE v IS NOT NULL "
+               "GROUP BY v % 2 ORDER BY odd",
+               "[odd BIGINT, SUM(v) * 10 + COUNT(*) BIGINT]\n0 | 62\n1 | 42\nend\n");
+    assert_run("SELECT k, SUM(DISTINCT m), COUNT(DISTINCT m) FROM g GROUP BY k HAVING "
+               "COUNT(*) > 1 ORDER BY SUM(v) DESC",
+               "[k STRING, SUM(DISTINCT m) DECIMAL(38, 2), COUNT(DISTINCT m) BIGINT NOT NULL]\n"
+               "a | 1.00 | 1\nb | 2.50 | 1\nend\n");
+    assert_run("SELECT COUNT(*) FROM g GROUP BY k HAVING MAX(v) >= 3 ORDER BY 1",
+               "[COUNT(*) BIGINT NOT NULL]\n1\n2\nend\n");
+    /* A script without FROM aggregates its one row. */
+    assert_run("SELECT COUNT(*), SUM(2)", "[COUNT(*) BIGINT NOT NULL, SUM(2) BIGINT]\n1 | 2\nend\n");
+}
+
+static void test_order_by(void **state)
+{
+    (void)state;
+    assert_run(group_rows, "table default.g created\n5 rows inserted\n");
+    assert_run("SELECT k, v FROM g ORDER BY v DESC",
+               "[k STRING, v INT]\nb | NULL\nNULL | 4\na | 3\nb | 2\na | 1\nend\n");
+    assert_run("SELECT k, v FROM g ORDER BY v NULLS FIRST LIMIT 2",
+               "[k STRING, v INT]\nb | NULL\na | 1\nend\n");
+    assert_run("SELECT v FROM g ORDER BY k DESC NULLS LAST, d",
+               "[v INT]\nNULL\n2\n1\n3\n4\nend\n");
+    /* By alias, by position, by a column not selected, by an expression. */
+    assert_run("SELECT v * -1 AS neg FROM g WHERE v IS NOT NULL ORDER BY neg",
+               "[neg BIGINT]\n-4\n-3\n-2\n-1\nend\n");
+    assert_run("SELECT k, v FROM g WHERE v IS NOT NULL ORDER BY 2 DESC LIMIT 1",
+               "[k STRING, v INT]\nNULL | 4\nend\n");
+    assert_run("SELECT k FROM g WHERE d IS NOT NULL ORDER BY d", "[k STRING]\nNULL\nb\na\na\nend\n");
+    assert_run("SELECT *, v AS w FROM g WHERE v < 3 ORDER BY w DESC",
+               "[k STRING, v INT, d DOUBLE, m DECIMAL(10, 2), w INT]\n"
+               "b | 2 | NULL | 2.50 | 2\na | 1 | 1.5 | 1.00 | 1\nend\n");
+    assert_run("SELECT v FROM g ORDER BY -v LIMIT 0", "[v INT]\nend\n");
+}
+
+static void test_distinct(void **state)
+{
+    (void)state;
+    assert_run(group_rows, "table default.g created\n5 rows inserted\n");
+    assert_run("SELECT DISTINCT k FROM g ORDER BY k DESC",
+               "[k STRING]\nNULL\nb\na\nend\n");
+    assert_run("SELECT DISTINCT k, m FROM g ORDER BY 1, m",
+               "[k STRING, m DECIMAL(10, 2)]\na | 1.00\na | NULL\nb | 2.50\nNULL | 0.10\nend\n");
+    assert_run("SELECT DISTINCT m FROM g LIMIT 2", "[m DECIMAL(10, 2)]\n1.00\n2.50\nend\n");
+}
+
+static void test_aggregate_errors(void **state)
+{
+    (void)state;
+    assert_run(group_rows, "table default.g created\n5 rows inserted\n");
+    assert_run("SELECT d FROM g GROUP BY k",
+               "error EINVAL: line 1, column 8: column 'd' must be in GROUP BY or inside an "
+               "aggregate function");
+    assert_run("SELECT nope FROM g GROUP BY k",
+               "error ENOTFOUND: line 1, column 8: unknown column 'nope'");
+    assert_run("SELECT v FROM g GROUP BY v + 1",
+               "error EINVAL: line 1, column 8: column 'v' must be in GROUP BY or inside an "
+               "aggregate function");
+    assert_run("SELECT SUM(k) FROM g", "error ETYPE: line 1, column 8: SUM needs numbers, not STRING");
+    assert_run("SELECT AVG(*) FROM g",
+               "error ESYNTAX: line 1, column 12: AVG(*) is not allowed: only COUNT(*) counts rows");
+    assert_run("SELECT * FROM g GROUP BY k",
+               "error ESYNTAX: line 1, column 8: SELECT * cannot be used with GROUP BY or "
+               "aggregate functions: name the columns");
+    assert_run("SELECT k FROM g WHERE COUNT(*) > 1",
+               "error ESYNTAX: line 1, column 23: aggregate function COUNT is not allowed here "
+               "(only in a SELECT list, HAVING and ORDER BY, and not inside another aggregate)");
+    assert_run("SELECT COUNT(SUM(v)) FROM g",
+               "error ESYNTAX: line 1, column 8: aggregate functions cannot be nested");
+    assert_run("SELECT k FROM g GROUP BY COUNT(*)",
+               "error ESYNTAX: line 1, column 26: GROUP BY cannot hold an aggregate function");
+    assert_run("SELECT k FROM g GROUP BY k HAVING k",
+               "error ETYPE: line 1, column 35: HAVING needs a BOOLEAN condition");
+    assert_run("SELECT k FROM g ORDER BY 3",
+               "error EINVAL: line 1, column 26: ORDER BY position 3 is not in the result (1 to 1)");
+    assert_run("SELECT k FROM g ORDER BY SUM(v)",
+               "error ESYNTAX: line 1, column 26: ORDER BY holds an aggregate function, but the "
+               "SELECT does not aggregate");
+    assert_run("SELECT DISTINCT k FROM g ORDER BY v",
+               "error EINVAL: line 1, column 35: with SELECT DISTINCT, ORDER BY takes columns of "
+               "the result: 'v' is not one");
+    assert_run("SELECT DISTINCT k, COUNT(*) FROM g GROUP BY k",
+               "error EUNSUPPORTED: line 1, column 1: SELECT DISTINCT with GROUP BY or aggregate "
+               "functions is not supported: group by the items instead");
+    assert_run("SELECT k FROM g ORDER BY k NULLS",
+               "error ESYNTAX: line 1, column 33: expected FIRST or LAST after NULLS, found end of "
+               "input");
+    /* A sum past BIGINT says what to do. */
+    assert_run("CREATE TABLE big (x BIGINT); INSERT INTO big VALUES (9223372036854775807), (1)",
+               "table default.big created\n2 rows inserted\n");
+    assert_run("SELECT SUM(x) FROM big",
+               "error ERANGE: line 1, column 8: SUM: the sum of a group does not fit BIGINT (cast "
+               "the argument to DECIMAL(38, 0))");
+    assert_run("SELECT SUM(CAST(x AS DECIMAL(38, 0))), AVG(x) FROM big",
+               "[SUM(CAST(x AS DECIMAL(38, 0))) DECIMAL(38, 0), AVG(x) DOUBLE]\n"
+               "9223372036854775808 | 4.611686018427388E18\nend\n");
+}
+
+static void test_explain_stages(void **state)
+{
+    (void)state;
+    assert_run(group_rows, "table default.g created\n5 rows inserted\n");
+    assert_run("EXPLAIN SELECT k, COUNT(*) FROM g WHERE v > 1 GROUP BY k HAVING COUNT(*) > 1 "
+               "ORDER BY 2 DESC LIMIT 3",
+               "[plan STRING NOT NULL]\n"
+               "scan of the log (the log of every bucket, from the earliest offset)\n"
+               "filter pushed down: (v > 1)\n"
+               "then group by: k\n"
+               "aggregates: COUNT(*)\n"
+               "then filter (HAVING): (COUNT(*) > 1)\n"
+               "then sort by: 2 DESC NULLS FIRST (only the first rows are kept)\n"
+               "limit: 3\n"
+               "end\n");
+    assert_run("EXPLAIN SELECT DISTINCT k FROM g",
+               "[plan STRING NOT NULL]\n"
+               "scan of the log (the log of every bucket, from the earliest offset)\n"
+               "then distinct rows\nend\n");
+}
+
 /* ---- scripts, sinks -------------------------------------------------------------------- */
 
 static void test_scripts(void **state)
@@ -555,7 +701,12 @@ static void test_alloc_failures(void **state)
     setup_orders(2, 20);
     const char *text = "INSERT INTO orders (id, name) VALUES (100, 'x'), (101, 'y');"
                        "SELECT id, name || '!' AS n, amount * 2 FROM orders WHERE id >= 5 LIMIT 7;"
-                       "SELECT * FROM orders; DESCRIBE orders; SHOW TABLES; SELECT 1 + 2";
+                       "SELECT * FROM orders; DESCRIBE orders; SHOW TABLES; SELECT 1 + 2;"
+                       "SELECT name, COUNT(*), SUM(amount) FROM orders GROUP BY name HAVING "
+                       "COUNT(*) > 0 ORDER BY 2 DESC, name LIMIT 3;"
+                       "SELECT DISTINCT name FROM orders ORDER BY name DESC;"
+                       "SELECT COUNT(DISTINCT id), MIN(name), AVG(amount) FROM orders;"
+                       "EXPLAIN SELECT id FROM orders ORDER BY amount";
     int failures = 0;
     for (long n = 1;; n++) {
         printer p = {0};
@@ -587,6 +738,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_select_expressions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_select_constants, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_by, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_order_by, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_distinct, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_aggregate_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_explain_stages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scripts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sink_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parse_expr, setup, teardown),

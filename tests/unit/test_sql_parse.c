@@ -94,6 +94,9 @@ static void print_expr(const fr_expr *e, fr_buf *b)
     switch (e->kind) {
     case FR_EX_LITERAL: print_literal(&e->value, b); return;
     case FR_EX_COLUMN: fr_buf_printf(b, NULL, "%s", e->name); return;
+    case FR_EX_AGGREGATE:
+        fr_buf_printf(b, NULL, "(%s%s", fr_expr_agg_name(e->agg), e->distinct ? " DISTINCT" : "");
+        break;
     case FR_EX_UNARY:
     case FR_EX_BINARY: fr_buf_printf(b, NULL, "(%s", op_name(e->op)); break;
     case FR_EX_IS_NULL: fr_buf_printf(b, NULL, "(IS%s NULL", e->negated ? " NOT" : ""); break;
@@ -542,8 +545,8 @@ static void test_select_items(void **state)
     assert_parse_error("SELECT a FROM select", FR_ESYNTAX,
                        "line 1, column 15: expected a table name, found the reserved word "
                        "'select' (write `select` to use it as a name)");
-    assert_parse_error("SELECT count(a) FROM t", FR_EUNSUPPORTED,
-                       "line 1, column 8: unknown function 'count'");
+    assert_parse_error("SELECT lower(a) FROM t", FR_EUNSUPPORTED,
+                       "line 1, column 8: unknown function 'lower'");
     assert_parse_error("SELECT a FROM t WHERE s LIKE 'a' ESCAPE '!'", FR_EUNSUPPORTED,
                        "line 1, column 34: LIKE ... ESCAPE is not supported");
     assert_parse_error("SELECT a FROM t\nWHERE a >", FR_ESYNTAX,
@@ -558,6 +561,56 @@ static void test_select_items(void **state)
                        "line 1, column 14: expected ')', found end of input");
     assert_parse_error("SELECT a FROM t WHERE a IS 1", FR_ESYNTAX,
                        "line 1, column 28: expected NULL, found '1'");
+}
+
+static void test_select_group_order(void **state)
+{
+    (void)state;
+    sql_stmt *st = parse_one("SELECT DISTINCT a FROM t");
+    assert_true(st->distinct);
+    assert_int_equal(st->ngroup_by, 0);
+    st = parse_one("SELECT ALL a FROM t");
+    assert_false(st->distinct);
+    st = parse_one("select k, count(*), Sum(DISTINCT v + 1) s from t where v > 0 group by k, "
+                   "v % 2 having count(*) > 1 order by s desc, 1 nulls first, k asc nulls last "
+                   "limit 3");
+    assert_int_equal(st->nitems, 3);
+    assert_string_equal(st->items[1].text, "count(*)");
+    assert_string_equal(expr_str("COUNT(*) + count(DISTINCT a) - avg(b * 2)"),
+                        "(- (+ (COUNT) (COUNT DISTINCT a)) (AVG (* b 2:INT)))");
+    assert_int_equal(st->items[2].expr->kind, FR_EX_AGGREGATE);
+    assert_int_equal(st->items[2].expr->agg, FR_AGGFN_SUM);
+    assert_true(st->items[2].expr->distinct);
+    assert_int_equal(st->ngroup_by, 2);
+    assert_string_equal(st->group_by[0]->name, "k");
+    assert_int_equal(st->group_by[1]->op, FR_OP_MOD);
+    assert_int_equal(st->having->op, FR_OP_GT);
+    assert_int_equal(st->having_pos.col, 87);
+    assert_int_equal(st->norder_by, 3);
+    assert_true(st->order_by[0].desc);
+    assert_true(st->order_by[0].nulls_first); /* DESC puts NULLs first unless told */
+    assert_false(st->order_by[1].desc);
+    assert_true(st->order_by[1].nulls_first);
+    assert_false(st->order_by[2].desc);
+    assert_false(st->order_by[2].nulls_first);
+    assert_int_equal(st->order_by[2].pos.col, 132);
+    assert_int_equal(st->limit, 3);
+    /* The aggregate names are no reserved words. */
+    st = parse_one("SELECT count, sum FROM t ORDER BY count");
+    assert_string_equal(st->order_by[0].expr->name, "count");
+    assert_parse_error("SELECT SUM(*) FROM t", FR_ESYNTAX,
+                       "line 1, column 12: SUM(*) is not allowed: only COUNT(*) counts rows");
+    assert_parse_error("SELECT COUNT(a, b) FROM t", FR_ESYNTAX,
+                       "line 1, column 15: expected ')' to close the aggregate function, found ','");
+    assert_parse_error("SELECT a FROM t GROUP a", FR_ESYNTAX,
+                       "line 1, column 23: expected BY, found 'a'");
+    assert_parse_error("SELECT a FROM t ORDER BY a NULLS LOW", FR_ESYNTAX,
+                       "line 1, column 34: expected FIRST or LAST after NULLS, found 'LOW'");
+    assert_parse_error("SELECT a FROM t LIMIT 1 ORDER BY a", FR_ESYNTAX,
+                       "line 1, column 25: expected ';' or the end of the statement, found "
+                       "'ORDER'");
+    assert_parse_error("SELECT a FROM t HAVING", FR_ESYNTAX,
+                       "line 1, column 23: expected an expression, found end of input");
 }
 
 /* ---- scripts, names, comments ---------------------------------------------------------- */
@@ -732,6 +785,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_select_items, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scripts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_select_group_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_depth_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
