@@ -87,11 +87,18 @@ step <<'CMD'
 firth sql --data-dir "$FIRTH_DATA" -e "SELECT item, qty, price FROM shop.orders WHERE item = 'tea'"
 CMD
 
+step <<'CMD'
+firth sql --data-dir "$FIRTH_DATA" -e "
+  SELECT item, COUNT(*) AS orders, SUM(qty * price) AS total
+  FROM shop.orders GROUP BY item ORDER BY total DESC LIMIT 3"
+CMD
+
 cat <<EOF
 
 Done. The quickstart created database shop and table shop.orders (2 buckets), inserted 3
 rows with SQL, appended 3 more from NDJSON with firth produce, and read them back with SQL
-and with firth consume (--columns, --where, CSV).
+(a filter, then totals per item with GROUP BY and ORDER BY) and with firth consume
+(--columns, --where, CSV).
 
 The data is in this embedded firth data directory:
   $data
