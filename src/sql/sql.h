@@ -9,8 +9,8 @@
  * DROP TABLE [IF EXISTS] t; ALTER TABLE t ADD [IF NOT EXISTS] PARTITION (k = v, ...) ...;
  * ALTER TABLE t DROP [IF EXISTS] PARTITION (k = v, ...), ...; SHOW DATABASES;
  * SHOW TABLES [FROM d]; SHOW PARTITIONS t [PARTITION (...)]; SHOW CREATE TABLE t;
- * DESCRIBE|DESC t; USE d; INSERT INTO t [(cols)] VALUES (...), ... (an upsert, partial when
- * the columns leave some out, into a primary-key table); [EXPLAIN] SELECT [DISTINCT] items
+ * DESCRIBE|DESC t; USE d; INSERT INTO t [(cols)] VALUES (...), ... or SELECT ... (an
+ * upsert, partial when the columns leave some out, into a primary-key table); [EXPLAIN] SELECT [DISTINCT] items
  * [FROM t [WHERE e]] [GROUP BY e, ...] [HAVING e] [ORDER BY e [ASC|DESC] [NULLS
  * FIRST|LAST], ...] [LIMIT n] (items may hold COUNT, SUM, MIN, MAX and AVG; t may be
  * t$changelog, t$lake or t$lake_snapshots; a lake-enabled table is read by a union read of

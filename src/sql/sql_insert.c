@@ -1,15 +1,18 @@
-/* sql_insert.c — INSERT INTO t [(cols)] VALUES (...), ...: evaluates every value (they are
- * constant expressions), converts it to its column's type, builds batches and appends them
- * to a log table or upserts them into a primary-key table. Into a primary-key table, a
+/* sql_insert.c — INSERT INTO t [(cols)] VALUES (...), ... and INSERT INTO t [(cols)] SELECT:
+ * evaluates every value (VALUES: constant expressions; SELECT: its result rows), converts
+ * it to its column's type, builds batches and appends them to a log table or upserts them
+ * into a primary-key table. Into a primary-key table, a
  * column list that leaves columns out is a partial update: only the named columns are set
  * (the target columns), the others keep their stored values; the rules are Fluss's (the
  * key among the targets, every other column nullable, a merge engine that merges partial
  * rows).
  *
- * Invariant: every value of every row is checked before the first byte is written, so a
- * bad value (wrong type, out of range, NULL into NOT NULL) writes nothing. Rows are
- * appended in chunks of SQL_INSERT_CHUNK_ROWS so that one batch stays well under the record
- * batch limits; only an I/O failure between chunks can leave some chunks written. */
+ * Invariant (VALUES): every value of every row is checked before the first byte is
+ * written, so a bad value (wrong type, out of range, NULL into NOT NULL) writes nothing.
+ * Rows are appended in chunks of SQL_INSERT_CHUNK_ROWS so that one batch stays well under
+ * the record batch limits; only an I/O failure between chunks can leave some chunks
+ * written. A SELECT's rows are written chunk by chunk as they come, except when the SELECT
+ * reads the table written: then all are converted first (never reading its own rows). */
 #include <math.h>
 #include <stdio.h>
 
@@ -244,6 +247,188 @@ fail:
     return rc;
 }
 
+/* Appends the batch to a log table or upserts it into a primary-key table. */
+static int write_batch(const insert_plan *p, const sql_stmt *st, const fr_batch *b,
+                       fr_error *err)
+{
+    int64_t appended = 0;
+    int rc = p->pk ? fr_table_put(p->table, b, NULL, p->targets, p->ntargets, FR_NO_WRITER, -1,
+                                  &appended, err)
+                   : fr_table_append(p->table, b, FR_NO_WRITER, -1, &appended, err);
+    return rc < 0 ? sql_wrap_at(err, st->table.pos) : 0;
+}
+
+static int insert_values(const insert_plan *p, const sql_stmt *st, int64_t *total,
+                         fr_error *err)
+{
+    int nchunks = (st->nrows + SQL_INSERT_CHUNK_ROWS - 1) / SQL_INSERT_CHUNK_ROWS;
+    fr_batch **batches = fr_calloc((size_t)nchunks + 1, sizeof *batches);
+    if (!batches) return fr_fail(err, FR_ENOMEM, "out of memory for INSERT");
+    int nbatches = 0, rc;
+    FR_GOTO(build_batches(p, st, batches, &nbatches, err));
+    for (int i = 0; i < nbatches; i++) {
+        FR_GOTO(write_batch(p, st, batches[i], err));
+        *total += fr_batch_num_rows(batches[i]);
+    }
+fail:
+    for (int i = 0; i < nbatches; i++) fr_batch_free(batches[i]);
+    fr_free(batches);
+    return rc;
+}
+
+/* ---- INSERT ... SELECT ------------------------------------------------------------------ */
+
+/* At most this many bytes of rows are held by an INSERT ... SELECT that reads the table it
+ * writes (it writes only once the SELECT is done, so that it never reads its own rows). */
+#define SQL_INSERT_HOLD_BYTES_MAX ((int64_t)1 << 30)
+
+typedef struct insert_select {
+    const insert_plan *p;
+    const sql_stmt *st;
+    bool hold;         /* the SELECT reads the table written: write when it is done */
+    fr_builder *bld;   /* the chunk being converted, in the table's schema */
+    fr_arena *arena;   /* converted strings of that chunk */
+    fr_batch **held;   /* hold: the chunks converted */
+    int nheld, cap;
+    int64_t held_bytes;
+    int64_t total;
+} insert_select;
+
+/* Whether result column j of the SELECT is a bare NULL, which goes into any column (its
+ * type is only the one a NULL takes by default). */
+static bool null_item(const sql_stmt *q, int j)
+{
+    for (int i = 0; i < q->nitems; i++)
+        if (!q->items[i].expr) return false; /* a star: items are no longer columns */
+    const fr_expr *e = j < q->nitems ? q->items[j].expr : NULL;
+    return e && e->kind == FR_EX_LITERAL && e->value.is_null;
+}
+
+/* The SELECT's columns against the table's: as many as the values INSERT takes, each one
+ * assignable to its column. */
+static int is_begin(void *ctx, const fr_schema *schema, fr_error *err)
+{
+    insert_select *x = ctx;
+    const insert_plan *p = x->p;
+    sql_pos pos = x->st->query->pos;
+    int n = fr_schema_num_fields(schema);
+    if (n != p->nvalues)
+        return sql_fail_at(err, FR_EINVAL, pos, "the SELECT returns %d column%s but %d %s "
+                           "expected", n, n == 1 ? "" : "s", p->nvalues,
+                           p->nvalues == 1 ? "is" : "are");
+    for (int c = 0; c < p->nfields; c++) {
+        int j = p->value_of[c];
+        if (j < 0) continue;
+        const fr_field *to = fr_schema_field(p->schema, c), *from = fr_schema_field(schema, j);
+        if (assignable(from->type.id, to->type.id) || null_item(x->st->query, j)) continue;
+        char ft[64], tt[64];
+        fr_type_format(&from->type, false, ft, sizeof ft);
+        fr_type_format(&to->type, false, tt, sizeof tt);
+        return sql_fail_at(err, FR_ETYPE, pos, "cannot insert the %s column '%s' of the SELECT "
+                           "into %s column '%s' (use CAST)", ft, from->name, tt, to->name);
+    }
+    x->arena = fr_arena_new(64 << 10);
+    if (!x->arena) return fr_fail(err, FR_ENOMEM, "out of memory for INSERT");
+    return fr_builder_new(p->schema, &x->bld, err);
+}
+
+/* Finishes the chunk being converted: written now, or held until the SELECT is done. */
+static int is_flush(insert_select *x, fr_error *err)
+{
+    if (!x->bld || fr_builder_num_rows(x->bld) == 0) return 0;
+    fr_batch *b = NULL;
+    FR_TRY(fr_builder_finish(x->bld, &b, err));
+    fr_arena_free(x->arena);
+    x->arena = fr_arena_new(64 << 10);
+    int rc = x->arena ? 0 : fr_fail(err, FR_ENOMEM, "out of memory for INSERT");
+    if (rc == 0 && !x->hold) {
+        rc = write_batch(x->p, x->st, b, err);
+        if (rc == 0) x->total += fr_batch_num_rows(b);
+        fr_batch_free(b);
+        return rc;
+    }
+    if (rc == 0 && x->nheld == x->cap) {
+        int cap = x->cap ? 2 * x->cap : 16;
+        fr_batch **more = fr_realloc(x->held, (size_t)cap * sizeof *more);
+        if (more) x->held = more, x->cap = cap;
+        else rc = fr_fail(err, FR_ENOMEM, "out of memory for INSERT");
+    }
+    if (rc < 0) {
+        fr_batch_free(b);
+        return rc;
+    }
+    x->held[x->nheld++] = b;
+    x->held_bytes += sql_batch_bytes(b);
+    if (x->held_bytes <= SQL_INSERT_HOLD_BYTES_MAX) return 0;
+    return sql_fail_at(err, FR_ELIMIT, x->st->query->pos, "an INSERT ... SELECT that reads the "
+                       "table it writes holds its rows until the SELECT is done, at most %lld "
+                       "bytes: select fewer rows at a time (WHERE)",
+                       (long long)SQL_INSERT_HOLD_BYTES_MAX);
+}
+
+/* Converts the SELECT's rows into the table's columns, a chunk at a time. */
+static int is_rows(void *ctx, fr_batch *batch, fr_error *err)
+{
+    insert_select *x = ctx;
+    const insert_plan *p = x->p;
+    sql_pos pos = x->st->query->pos;
+    int rc = 0;
+    for (int64_t r = 0; r < fr_batch_num_rows(batch) && rc == 0; r++) {
+        for (int c = 0; c < p->nfields && rc == 0; c++) {
+            int j = p->value_of[c];
+            fr_value v, out;
+            if (j < 0) {
+                rc = fr_builder_append_null(x->bld, c, err);
+                continue;
+            }
+            fr_column_get(fr_batch_column(batch, j), r, &v);
+            rc = sql_convert_value(&v, fr_schema_field(p->schema, c), pos, x->arena, &out, err);
+            if (rc == 0) rc = fr_builder_append(x->bld, c, &out, err);
+        }
+        if (rc < 0) fr_builder_rollback_row(x->bld);
+        else if (fr_builder_num_rows(x->bld) == SQL_INSERT_CHUNK_ROWS) rc = is_flush(x, err);
+    }
+    fr_batch_free(batch);
+    return rc;
+}
+
+/* Whether the SELECT reads the table the INSERT writes (itself or one of its views). */
+static int reads_target(fr_sql_session *s, const sql_stmt *q, const fr_table *t, bool *out,
+                        fr_error *err)
+{
+    *out = false;
+    if (!q->has_from) return 0;
+    sql_table_name base;
+    char buf[FR_NAME_BYTES_MAX + 1];
+    sql_virtual kind;
+    FR_TRY(sql_virtual_split(&q->table, &base, buf, sizeof buf, &kind, err));
+    *out = strcmp(base.name, fr_table_name(t)) == 0 &&
+           strcmp(sql_table_db(s, &base), fr_table_db(t)) == 0;
+    return 0;
+}
+
+static int insert_select_rows(fr_sql_session *s, const insert_plan *p, const sql_stmt *st,
+                              int64_t *total, fr_error *err)
+{
+    insert_select x = {.p = p, .st = st};
+    fr_sql_sink sink = {.ctx = &x, .begin = is_begin, .rows = is_rows};
+    int rc;
+    FR_GOTO(reads_target(s, st->query, p->table, &x.hold, err));
+    FR_GOTO(sql_exec_select(s, st->query, &sink, err));
+    FR_GOTO(is_flush(&x, err));
+    for (int i = 0; i < x.nheld; i++) {
+        FR_GOTO(write_batch(p, st, x.held[i], err));
+        x.total += fr_batch_num_rows(x.held[i]);
+    }
+fail:
+    *total = x.total;
+    for (int i = 0; i < x.nheld; i++) fr_batch_free(x.held[i]);
+    fr_free(x.held);
+    fr_builder_free(x.bld);
+    fr_arena_free(x.arena);
+    return rc;
+}
+
 int sql_exec_insert(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
                     fr_error *err)
 {
@@ -252,35 +437,20 @@ int sql_exec_insert(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *si
     p.schema = fr_table_schema(p.table);
     p.nfields = fr_schema_num_fields(p.schema);
     p.pk = fr_table_is_pk(p.table);
-    int nchunks = (st->nrows + SQL_INSERT_CHUNK_ROWS - 1) / SQL_INSERT_CHUNK_ROWS;
-    fr_batch **batches = fr_calloc((size_t)nchunks + 1, sizeof *batches);
     p.value_of = fr_calloc((size_t)p.nfields, sizeof *p.value_of);
-    int nbatches = 0, rc = 0;
     int64_t total = 0;
-    if (!batches || !p.value_of) {
+    int rc = 0;
+    if (!p.value_of) {
         rc = fr_fail(err, FR_ENOMEM, "out of memory for INSERT");
         goto fail;
     }
     FR_GOTO(plan_columns(st, &p, err));
-    FR_GOTO(build_batches(&p, st, batches, &nbatches, err));
-    for (int i = 0; i < nbatches; i++) {
-        int64_t appended = 0;
-        if (p.pk)
-            rc = fr_table_put(p.table, batches[i], NULL, p.targets, p.ntargets, FR_NO_WRITER,
-                              -1, &appended, err);
-        else
-            rc = fr_table_append(p.table, batches[i], FR_NO_WRITER, -1, &appended, err);
-        if (rc < 0) {
-            sql_wrap_at(err, st->table.pos);
-            goto fail;
-        }
-        total += fr_batch_num_rows(batches[i]);
-    }
-    rc = sql_end_message(sink, err, "%lld row%s %s", (long long)total, total == 1 ? "" : "s",
-                         p.pk ? "upserted" : "inserted");
+    if (st->query) rc = insert_select_rows(s, &p, st, &total, err);
+    else rc = insert_values(&p, st, &total, err);
+    if (rc == 0)
+        rc = sql_end_message(sink, err, "%lld row%s %s", (long long)total, total == 1 ? "" : "s",
+                             p.pk ? "upserted" : "inserted");
 fail:
-    for (int i = 0; i < nbatches; i++) fr_batch_free(batches[i]);
-    fr_free(batches);
     fr_free(p.value_of);
     fr_free(p.targets);
     fr_table_release(p.table);

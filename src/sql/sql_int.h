@@ -180,6 +180,7 @@ typedef struct sql_stmt {
     int ninsert_columns;
     sql_values_row *rows;
     int nrows;
+    struct sql_stmt *query; /* INSERT ... SELECT: the SELECT (rows is then NULL) */
 
     /* UPDATE (SET list; WHERE below) and DELETE (WHERE below) */
     sql_assignment *sets;
@@ -511,6 +512,9 @@ int sql_sorter_add(sql_sorter *s, fr_batch *batch, fr_error *err);
  * Returns what sql_sink_rows returns: 0, a failure, or 1 when the sink stopped. */
 int sql_sorter_emit(sql_sorter *s, const fr_sql_sink *sink, fr_error *err);
 void sql_sorter_free(sql_sorter *s);
+/* The bytes of a batch's Arrow buffers as a copy would hold them (a batch that shares a
+ * larger parent's buffers holds more, which this does not see). */
+int64_t sql_batch_bytes(const fr_batch *b);
 /* Appends the memcmp-ordered encoding of row's value of column c (sql_order.c): a marker
  * (a NULL sorts first when nulls_first, else last; 0x01 when a value follows), then
  * fr_key_encode of the value, complemented for desc. Values that compare equal encode

@@ -72,9 +72,7 @@ struct sql_sorter {
 
 /* ---- sizes ------------------------------------------------------------------------------ */
 
-/* The bytes of a batch's Arrow buffers, as they would be copied (a batch that shares a
- * larger parent's buffers holds more, which this does not see). */
-static int64_t batch_bytes(const fr_batch *b)
+int64_t sql_batch_bytes(const fr_batch *b)
 {
     int64_t rows = fr_batch_num_rows(b), bitmap = (rows + 7) / 8, bytes = 0;
     for (int i = 0; i < fr_batch_num_columns(b); i++) {
@@ -293,7 +291,7 @@ static int compact(sql_sorter *s, fr_error *err)
         keys.len += e->key_len;
     }
     int64_t bytes = 0;
-    for (uint32_t b = 0; b < nbatches; b++) bytes += batch_bytes(batches[b]);
+    for (uint32_t b = 0; b < nbatches; b++) bytes += sql_batch_bytes(batches[b]);
     free_batches(s->batches, s->nbatches);
     s->batches = batches;
     s->nbatches = s->batches_cap = nbatches;
@@ -431,7 +429,7 @@ int sql_sorter_add(sql_sorter *s, fr_batch *batch, fr_error *err)
         return 0;
     }
     s->batches[s->nbatches++] = batch;
-    s->batch_bytes += batch_bytes(batch);
+    s->batch_bytes += sql_batch_bytes(batch);
     return settle(s, err);
 fail:
     /* Drop this batch's rows, so that the sorter stays whole. */

@@ -396,6 +396,8 @@ static int p_values_row(sql_parser *P, sql_values_row *row)
     return sql_p_expect_tok(P, SQL_T_RPAREN, "',' or ')'");
 }
 
+static int p_select(sql_parser *P, sql_stmt *st);
+
 static int p_insert(sql_parser *P, sql_stmt *st)
 {
     st->kind = SQL_INSERT;
@@ -403,7 +405,15 @@ static int p_insert(sql_parser *P, sql_stmt *st)
     FR_TRY(p_table_name(P, &st->table));
     if (P->cur.kind == SQL_T_LPAREN)
         FR_TRY(p_name_list(P, "a column name", &st->insert_columns, &st->ninsert_columns));
-    FR_TRY(sql_p_expect(P, "VALUES"));
+    if (sql_tok_is(&P->cur, "SELECT")) {
+        st->query = sql_p_alloc(P, sizeof *st->query);
+        if (!st->query) return P->rc;
+        st->query->pos = P->cur.pos;
+        sql_p_advance(P);
+        return p_select(P, st->query);
+    }
+    if (!sql_tok_is(&P->cur, "VALUES")) return sql_p_expected(P, "VALUES or SELECT");
+    sql_p_advance(P);
     int cap = 0;
     do {
         if (st->nrows >= FR_SQL_VALUES_ROWS_MAX)

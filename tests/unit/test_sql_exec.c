@@ -582,6 +582,44 @@ static void test_aggregate_errors(void **state)
                "9223372036854775808 | 4.611686018427388E18\nend\n");
 }
 
+static void test_insert_select(void **state)
+{
+    (void)state;
+    assert_run(group_rows, "table default.g created\n5 rows inserted\n");
+    assert_run("CREATE TABLE totals (k STRING NOT NULL, n BIGINT, s DECIMAL(10, 2), "
+               "PRIMARY KEY (k) NOT ENFORCED)", "table default.totals created\n");
+    assert_run("INSERT INTO totals SELECT k, COUNT(*), SUM(m) FROM g WHERE k IS NOT NULL "
+               "GROUP BY k", "2 rows upserted\n");
+    assert_run("INSERT INTO totals (k, n) SELECT 'c', 7", "1 row upserted\n");
+    assert_run("SELECT * FROM totals ORDER BY k",
+               "[k STRING NOT NULL, n BIGINT, s DECIMAL(10, 2)]\n"
+               "a | 2 | 1.00\nb | 2 | 5.00\nc | 7 | NULL\nend\n");
+    /* Into the table read: the SELECT sees the rows before the INSERT only. */
+    assert_run("INSERT INTO g (k, v) SELECT k || '2', v * 10 FROM g WHERE v IS NOT NULL",
+               "4 rows inserted\n");
+    assert_run("SELECT COUNT(*), SUM(v) FROM g", "[COUNT(*) BIGINT NOT NULL, SUM(v) BIGINT]\n"
+               "9 | 110\nend\n");
+    /* Strings convert as in VALUES; the values are checked as they are converted. */
+    assert_run("CREATE TABLE small (x TINYINT, y DATE)", "table default.small created\n");
+    assert_run("INSERT INTO small SELECT v, '2026-01-0' || CAST(v AS STRING) FROM g WHERE v < 5",
+               "4 rows inserted\n");
+    assert_run("SELECT * FROM small ORDER BY y DESC LIMIT 1",
+               "[x TINYINT, y DATE]\n4 | 2026-01-04\nend\n");
+    assert_run("INSERT INTO small SELECT v * 100, NULL FROM g WHERE v = 3",
+               "error ERANGE: line 1, column 19: value 300 is out of range for TINYINT "
+               "column 'x'");
+    assert_run("SELECT COUNT(*) FROM small", "[COUNT(*) BIGINT NOT NULL]\n4\nend\n");
+    assert_run("INSERT INTO small SELECT v FROM g",
+               "error EINVAL: line 1, column 19: the SELECT returns 1 column but 2 are expected");
+    assert_run("INSERT INTO small (y) SELECT d FROM g",
+               "error ETYPE: line 1, column 23: cannot insert the DOUBLE column 'd' of the "
+               "SELECT into DATE column 'y' (use CAST)");
+    assert_run("INSERT INTO small SELECT nope FROM g",
+               "error ENOTFOUND: line 1, column 26: unknown column 'nope'");
+    assert_run("INSERT INTO small VALUE (1)",
+               "error ESYNTAX: line 1, column 19: expected VALUES or SELECT, found 'VALUE'");
+}
+
 static void test_explain_stages(void **state)
 {
     (void)state;
@@ -706,7 +744,9 @@ static void test_alloc_failures(void **state)
                        "COUNT(*) > 0 ORDER BY 2 DESC, name LIMIT 3;"
                        "SELECT DISTINCT name FROM orders ORDER BY name DESC;"
                        "SELECT COUNT(DISTINCT id), MIN(name), AVG(amount) FROM orders;"
-                       "EXPLAIN SELECT id FROM orders ORDER BY amount";
+                       "EXPLAIN SELECT id FROM orders ORDER BY amount;"
+                       "INSERT INTO orders (id, name) SELECT id + 1000, name FROM orders "
+                       "WHERE id < 3";
     int failures = 0;
     for (long n = 1;; n++) {
         printer p = {0};
@@ -743,6 +783,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_distinct, setup, teardown),
         cmocka_unit_test_setup_teardown(test_aggregate_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_explain_stages, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_insert_select, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scripts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sink_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parse_expr, setup, teardown),

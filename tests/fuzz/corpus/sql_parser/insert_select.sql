@@ -1,0 +1,1 @@
+INSERT INTO d.t (a, b) SELECT a + 1, b FROM d.t$changelog WHERE a > 0 GROUP BY a, b ORDER BY 1 LIMIT 3; INSERT INTO t SELECT 1
