@@ -10,8 +10,9 @@
  * aggregate a set of (group, value) keys that tells whether a value was seen in its group.
  *
  * Invariants: group ids are dense, in the order groups were first seen; the builder's group
- * columns hold exactly one row per group; `bytes` counts what the stage holds (keys, tables,
- * cells, copied MIN/MAX bytes) and never passes FR_SQL_GROUP_BYTES_MAX. */
+ * columns hold exactly one row per group; what the stage holds (keys, tables, cells, copied
+ * MIN/MAX bytes) stays at most FR_SQL_GROUP_BYTES_MAX after each batch. The builder's copy
+ * of the group values is not counted apart: it is about as large as their keys, which are. */
 #include "sql/sql_int.h"
 
 /* ---- a hash table of byte keys -------------------------------------------------------- */

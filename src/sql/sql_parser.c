@@ -449,7 +449,8 @@ static const char *item_text(sql_parser *P, size_t start, size_t end)
             if (k > 0 && out[k - 1] != ' ') out[k++] = ' ';
             continue;
         }
-        out[k++] = c == '\0' ? '?' : c;
+        /* Control characters inside quotes ('a<newline>b') cannot be in a column name. */
+        out[k++] = (unsigned char)c < 0x20 || c == 0x7f ? '?' : c;
     }
     while (k > 0 && out[k - 1] == ' ') k--;
     out[k] = '\0';

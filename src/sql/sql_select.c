@@ -232,7 +232,8 @@ static int name_results(sel_plan *p, fr_error *err)
     }
     int rc = fr_schema_new(fields, p->nitems, 0, &p->result, err);
     fr_free(fields);
-    return rc;
+    /* A name the schema refuses (an alias with a control character) is the statement's. */
+    return rc < 0 && p->nitems > 0 ? sql_wrap_at(err, p->items[0].src->pos) : rc;
 }
 
 /* Whether the scan's batches can go out as they are: every item a bare column, in the

@@ -455,6 +455,13 @@ static void test_select_constants(void **state)
     assert_run("SELECT 1 LIMIT 0", "[1 INT NOT NULL]\nend\n");
     assert_run("SELECT x", "error ENOTFOUND: line 1, column 8: unknown column 'x'");
     assert_run("SELECT 1, 1", "[1 INT NOT NULL, 1$1 INT NOT NULL]\n1 | 1\nend\n");
+    /* A column name never holds a control character: one in a string becomes '?', one in
+     * an alias is an error at the statement. */
+    assert_run("SELECT 'a\nb', 'c\x01'", "['a?b' STRING NOT NULL, 'c?' STRING NOT NULL]\n"
+               "a\nb | c\x01\nend\n");
+    assert_run("SELECT 1 AS `a\tb`",
+               "error EINVAL: line 1, column 8: column 1: name contains the control character "
+               "0x09");
 }
 
 /* ---- GROUP BY, aggregates, HAVING, DISTINCT and ORDER BY --------------------------------- */

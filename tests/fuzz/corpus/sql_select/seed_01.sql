@@ -1,0 +1,1 @@
+SELECT a, ti + 1, s || '!' AS x, d * 2, f / 2 FROM t WHERE a > 1 OR s LIKE 'a%'

@@ -1,0 +1,1 @@
+SELECT COUNT(*), SUM(ti), AVG(fl), MIN(ts), MAX(dt), MIN(bo), MAX(byt) FROM t

@@ -1,0 +1,1 @@
+SELECT _change_type, COUNT(*), MAX(_log_offset) FROM p$changelog GROUP BY _change_type ORDER BY 1

@@ -1,0 +1,1 @@
+SELECT *, a AS z FROM t ORDER BY z, 1

@@ -1,0 +1,1 @@
+SELECT 1, COUNT(*), SUM(2.5), MIN('x')

@@ -1,0 +1,1 @@
+SELECT d FROM t GROUP BY s

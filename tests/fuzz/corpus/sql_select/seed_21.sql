@@ -1,0 +1,1 @@
+SELECT MIN(a) FROM t WHERE COUNT(*) > 0
