@@ -1,0 +1,1 @@
+SELECT  CO, SUM(0.

@@ -1,0 +1,1 @@
+SELECT  t ORDER BY ts DESC,ts DESC, 0

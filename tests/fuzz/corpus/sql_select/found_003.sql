@@ -1,0 +1,1 @@
+SELECT t ORDER ´3

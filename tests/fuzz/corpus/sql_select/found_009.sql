@@ -1,0 +1,1 @@
+SELECT s, 44%COUNT(44/44	|

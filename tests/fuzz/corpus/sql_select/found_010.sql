@@ -1,0 +1,1 @@
+SELECT 1, SUM(2), MIN('h'), SUM(2.5), MIN('x'), MIN('x')

@@ -1,0 +1,1 @@
+SELECT'x',k , v n FROM p WHERE k IN (2, 270) ORDER BY 1

@@ -1,0 +1,1 @@
+SELECT dti +f /  f /E /  f /E LIKE 'a%'

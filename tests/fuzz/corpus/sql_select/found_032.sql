@@ -1,0 +1,1 @@
+SELECT _yLt/*),eØNOT A²³ ­ODE|;

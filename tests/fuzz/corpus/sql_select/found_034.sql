@@ -1,0 +1,1 @@
+SELECT 1e3 / 1 FROM t WHERE a > 0 OR s LIKE 'a%'

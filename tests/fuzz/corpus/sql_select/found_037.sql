@@ -1,0 +1,1 @@
+SELECT'x',k , v n FROM p WHERE k IN (2, 1e2, 1e30++++K+++21+212, 3) ORDER BY n

@@ -1,0 +1,1 @@
+SELECT'''' a, ti +d / 6 FROM t WHERE s LIKE '%'

@@ -1,0 +1,1 @@
+SELECT k, v, n FROM p WHERE k IN (NULL, 3) ORDER BY n DESC

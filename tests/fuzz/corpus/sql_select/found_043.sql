@@ -1,0 +1,1 @@
+SELECT NOT s LIKE 'a'FROM t WHERE a > 0 OR NOT s LIKE 'a'

@@ -1,0 +1,1 @@
+SELECT a, ts1FM ta, ts1FROM t ORDER BY ts DESC,G,y1

@@ -1,0 +1,1 @@
+SELECT'''' a,ti /+d / 3 FROM t WHERE a > 1 OR s LIKE 'a%'

@@ -1,0 +1,1 @@
+SELECT s pf FROM t LIMIT 0

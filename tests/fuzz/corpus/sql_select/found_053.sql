@@ -1,0 +1,1 @@
+SELECT a, M t GROUP BY a, b HAVING a

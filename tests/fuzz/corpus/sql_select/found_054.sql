@@ -1,0 +1,1 @@
+SELECT a, ti/+f / 2 FROM t WHERE 1 > 0 OR s LIKE 'a%'

@@ -1,0 +1,1 @@
+SELECT k, v, n FROM p ORDER BY n

@@ -1,0 +1,1 @@
+SELECT a, ti + 1,s  || '' AS x, d* ti, f - 2 FROM t WHERE a > 2 OR s LIKE 'a%'

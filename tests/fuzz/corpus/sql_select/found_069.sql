@@ -1,0 +1,1 @@
+SELECT 3 FROM t WHERE a > 1 OR s LIKE 'a%'

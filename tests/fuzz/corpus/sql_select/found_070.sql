@@ -1,0 +1,1 @@
+SELECT 1e3 / 0 FROM t WHERE a > 0 OR s LIKE 'a%'

@@ -1,0 +1,1 @@
+SELECT k, v FROM p WHERE k IN (1, 1, 1, 1, 2) ORDER BY n DESC

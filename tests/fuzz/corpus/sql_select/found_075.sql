@@ -1,0 +1,1 @@
+SELECT a, dt +08,+  ns,f / 2 FROM t WHERE a

@@ -1,0 +1,1 @@
+SELECT a, ti  FROM t WHERE a > F OR s LIKE '  '

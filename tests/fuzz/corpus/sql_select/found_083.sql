@@ -1,0 +1,1 @@
+SELECT a, tiS + 1, 2, f / 2 FROM _lkg_offsett

@@ -1,0 +1,1 @@
+SELECT  ti AS1, s || '' AS x FROM t WHERE a > 0 

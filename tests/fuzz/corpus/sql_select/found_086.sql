@@ -1,0 +1,1 @@
+SELECT a, ti +f / 2 FROM t WHERE a > 0 OR s LIKE '_ a««%'

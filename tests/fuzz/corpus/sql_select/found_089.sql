@@ -1,0 +1,1 @@
+SELECT n FROM p WHERE k IN (1, 2< 3) ORDER BY n DESC

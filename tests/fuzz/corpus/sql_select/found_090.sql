@@ -1,0 +1,1 @@
+SELECT g GROUP BY _ce, COUNT(*),xa`A1

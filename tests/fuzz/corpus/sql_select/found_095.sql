@@ -1,0 +1,1 @@
+SELECT -d * 4,  2/ F fROM t WHERE a > 0 OR s LIKE '~INSERTa%'

@@ -1,0 +1,1 @@
+SELECT a, tsROM t ORDER BY.52,03<7, 1

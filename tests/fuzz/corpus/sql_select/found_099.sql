@@ -1,0 +1,1 @@
+SELECT a, dt +0-052.5921+590,10,1.5921, dt +07921+  s,f / 2 FROM t WHERE a

@@ -1,0 +1,1 @@
+SELECT COUNT(*)/ AVG(fl), MIN(ts), MAX(dt), MIN(bo), MAX(byt) FROM t

@@ -1,0 +1,1 @@
+SELECT COUNT(*), SUM(fl), MIN(f)l ,MIN(ts), MAX(00), MIN(bo), MAX(byt) FROM t

@@ -1,0 +1,1 @@
+SELECT AVG(b), SUM(CAST(b AS DErrrrrrrrrrrrrrrrrrrrrCaIMASELESELECTCT(L39M

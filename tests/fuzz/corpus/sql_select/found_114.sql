@@ -1,0 +1,1 @@
+SELECT RaM,O t ORDER BY C, a LIMIT 0

@@ -1,0 +1,1 @@
+SELECT  ORI

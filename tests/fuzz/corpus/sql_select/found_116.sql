@@ -1,0 +1,1 @@
+SELECT a, ts FROM t ORDER BY S

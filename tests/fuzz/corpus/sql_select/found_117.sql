@@ -1,0 +1,1 @@
+SELECT a,  2- f  FROM t WHERE a > 1 OR s LIKE 'a%ÿÿÿÿ'

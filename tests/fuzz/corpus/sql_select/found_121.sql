@@ -1,0 +1,1 @@
+SELECT a, dt +07,-0527071+59220+5921, dt +0792+  s,f / 2 FROM t WHERE a

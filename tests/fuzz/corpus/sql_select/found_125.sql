@@ -1,0 +1,1 @@
+SELECT 1e30 / 1 FROM t WHERE a > 5 OR s LIKE 'a%'

@@ -1,0 +1,1 @@
+SELECT 1, a AS z FROM t ORDER BY z, 1

@@ -1,0 +1,1 @@
+SELECT a,  2=- f / 2 FROM t WHERE a > 2 OR a > 2 OR s LIKE 'aÿÿÿÿ'

@@ -1,0 +1,1 @@
+SELECT a,  s , fl* 2,  2/ F fROM t WHERE NOT ')a> ÿ'OR s LIKE 'INSERTa%'

@@ -1,0 +1,1 @@
+SELECT- COUNT(*)/ SUM(ti), MIN(bo), MAX(byt) FROM t

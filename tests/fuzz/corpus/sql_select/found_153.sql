@@ -1,0 +1,1 @@
+SELECT vc || s, COUNT(*) FROM t GROUP BY vc || s ORDER BY 2

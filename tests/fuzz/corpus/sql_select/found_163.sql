@@ -1,0 +1,1 @@
+SELECT DISTINCT *, vc FROM t ORDER BY 2,  1,1, 2,ssss

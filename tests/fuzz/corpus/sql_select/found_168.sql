@@ -1,0 +1,1 @@
+SELECT AVG(b), SUM(C=T(S

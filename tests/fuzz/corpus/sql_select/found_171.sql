@@ -1,0 +1,1 @@
+SELECT a,-ti *  2 FROM t WHERE a > 1 OR NOT s LIKE 'aÿÿ'

@@ -1,0 +1,1 @@
+SELECT i + Sd* 1 OR s LIKE-NUlL

@@ -1,0 +1,1 @@
+SELECT a,  s || '!' AS x, d * 2, f / 2 FROM t WHERE 7203658

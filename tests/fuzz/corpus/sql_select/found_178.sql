@@ -1,0 +1,1 @@
+SELECT 1,1/29%++++a, bo FROM t 

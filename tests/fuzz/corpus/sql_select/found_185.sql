@@ -1,0 +1,1 @@
+SELECT s pf FROM t ORDER BY f- f DESC LIMIT 1

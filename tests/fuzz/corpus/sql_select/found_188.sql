@@ -1,0 +1,1 @@
+SELECT a, ti +  s,f / 2 FROM t WHERE a

@@ -1,0 +1,1 @@
+SELECT DISTINCT a, bo FROM t ORDER BY 2,  1, 2,sss

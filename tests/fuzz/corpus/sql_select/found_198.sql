@@ -1,0 +1,1 @@
+SELECT a,  2- f  FROM t WHERE a > 2 OR s LIKE 'a%ÿÿÿÿ'

@@ -1,0 +1,1 @@
+SELECT e, COUNT(*), MAX(_loket) FROM p$changelog GROUP BY hang_pe ORDER BY 1

@@ -1,0 +1,1 @@
+SELECT 1, C1, CO, SUM(0.

@@ -1,0 +1,1 @@
+SELECT a, -d * 4,  2/ F fROM t WHERE a > 1 OR s LIKE 'INSERTa%'

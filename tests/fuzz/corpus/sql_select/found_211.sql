@@ -1,0 +1,1 @@
+SELECT COUNT(*)- MAX(dt),  MAX(byt) FROM t

@@ -1,0 +1,1 @@
+SELECT a/ ti +d / 2 FROM t WHERE a > 5 OR s LIKE 'a%'

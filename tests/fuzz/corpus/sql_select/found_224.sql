@@ -1,0 +1,1 @@
+SELECT ai + 0, s || '!' AS x, d*c || COUNT(*) FROM t 

@@ -1,0 +1,1 @@
+SELECT C-OU$ IS NULL

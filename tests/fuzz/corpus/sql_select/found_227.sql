@@ -1,0 +1,1 @@
+SELECT DISTINCT *, ti FROM t ORDER BY 2,  1,1, 2,ssss

@@ -1,0 +1,1 @@
+SELECT  s || '!' A FROM t WHERE fl> 1 OR s LIKE 'a%ÿÿÿÿ'

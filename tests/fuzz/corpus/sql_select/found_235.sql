@@ -1,0 +1,1 @@
+SELECT 000+0++fl++++++d / 2 FROM t WHERE a > 5 OR 6915

@@ -1,0 +1,1 @@
+SELECT  v, n FROM p WHERE k IN (1, 2< 3)ESC

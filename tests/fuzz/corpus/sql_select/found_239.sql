@@ -1,0 +1,1 @@
+SELECT COUNT(*)< (fl), MIN(ts)< MAX(byt) FROM t

@@ -1,0 +1,1 @@
+SELECT a,-  +  3 FROM t WHERE ti> 1 OR s LIKE 'aÿÿ'

@@ -1,0 +1,1 @@
+SELECT'' a, ti +d /2 FROM t WHERE a > 1 OR s LIKE '%>'

@@ -1,0 +1,1 @@
+SElECT a, 'a%ÿÿÿ' AS x, ts, f / 2 FROM t WHERE a > -- 

@@ -1,0 +1,1 @@
+SELECT v, 04.++2-OU`  CECTù°`

@@ -1,0 +1,1 @@
+SELECT k, k IN (1, 2, 3) LIMIT 

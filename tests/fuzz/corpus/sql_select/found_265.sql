@@ -1,0 +1,1 @@
+SELECT a, ti +d /0 FROM t 

@@ -1,0 +1,1 @@
+SELECT vc, /*) FROM`|*/ /*) FROM`|*/  3

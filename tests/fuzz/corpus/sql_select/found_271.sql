@@ -1,0 +1,1 @@
+SELECT X+X%XX%XXX

@@ -1,0 +1,1 @@
+SELECT d/ 4 FROM t 

@@ -1,0 +1,1 @@
+SELECT H, b  GROUP BY a, d

@@ -1,0 +1,1 @@
+SELECT 'ÿÿÿóx'It ORDER BY 1, 1 DESC

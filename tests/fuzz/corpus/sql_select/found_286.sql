@@ -1,0 +1,1 @@
+SELECT  s || '!' AS x, f * 2, f FROM t WHERE a > 0 OR s LIKE 'aÿÿ'

@@ -1,0 +1,1 @@
+SELECT COUNT(*), SUM(fl), MIN(fl), MIN(ts), MAX(byt) FROM t

@@ -1,0 +1,1 @@
+SELECT k, v, n FROM p WHERE k IN (0›ﬂÕ”SC

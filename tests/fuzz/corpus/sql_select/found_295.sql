@@ -1,0 +1,1 @@
+SELECT a,  a, tx,  + 1,x,a, C >CT a,s O

@@ -1,0 +1,1 @@
+SELECT COUNT(SUM(a)t
