@@ -10,7 +10,7 @@
  * Parts: clients and configuration; batches; SQL; admin (databases, tables, partitions);
  * one-call produce, upsert and scan; writers (batching, acknowledgements, idempotent
  * retries); scanners (subscriptions polled for new records); lookupers (point and prefix
- * lookups of primary-key tables).
+ * lookups of primary-key tables); the lake (where tiering of a lake-enabled table stands).
  *
  * Errors: every function returns 0 or a negative code (FIRTH_E*) and fills the caller's
  * firth_error (may be NULL) with a message. A remote client reports a lost connection, after
@@ -460,6 +460,38 @@ int firth_lookup(firth_lookuper *l, const firth_batch *keys, bool *found, firth_
 int firth_prefix_lookup(firth_lookuper *l, const firth_batch *prefixes, int64_t *counts,
                         firth_batch **rows, firth_error *err);
 void firth_lookuper_close(firth_lookuper *l);
+
+/* ---- the lake: tables tiered into Iceberg ------------------------------------------------ */
+
+/* How far one bucket is tiered: every record of its log below offset is in the lake. */
+typedef struct firth_lake_offset {
+    int64_t partition_id;    /* -1 for a table without partitions */
+    int bucket;
+    int64_t offset;
+} firth_lake_offset;
+
+/* A lake snapshot of a table created with 'table.datalake.enabled' = 'true'. A reader that
+ * reads the snapshot (the Iceberg table under the warehouse, docs/LAKE.md) and then each
+ * bucket's log from its offset here reads every record once. */
+typedef struct firth_lake_snapshot {
+    int64_t snapshot_id;     /* the Iceberg snapshot id; -1: the lake has no snapshot yet */
+    int64_t committed_at_ms; /* its commit time, ms since the epoch; 0 when none */
+    int noffsets;
+    /* Every bucket tiered so far (of every partition), sorted by partition id, then bucket,
+     * each once; a bucket not listed has nothing in the lake. NULL when noffsets is 0. */
+    const firth_lake_offset *offsets;
+} firth_lake_snapshot;
+
+/* The newest lake snapshot of table ("db.t" or "t" in the current database) with its tiered
+ * offsets. *out is the caller's, freed with firth_lake_snapshot_free; the offsets live as
+ * long as it. A lake-enabled table that was never tiered gives snapshot_id -1 and no
+ * offsets. Errors: FIRTH_ENOTFOUND (no such table), FIRTH_EINVAL (a table without a lake:
+ * the message says how to create one), FIRTH_ECORRUPT (remote: an answer that does not fit
+ * the table, such as a bucket it does not have; or an unreadable lake). Thread: any. */
+int firth_latest_lake_snapshot(firth_client *c, const char *table, firth_lake_snapshot **out,
+                               firth_error *err);
+/* Frees a result of firth_latest_lake_snapshot, its offsets with it. NULL is fine. */
+void firth_lake_snapshot_free(firth_lake_snapshot *s);
 
 #ifdef __cplusplus
 }

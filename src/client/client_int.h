@@ -262,6 +262,18 @@ int fr_rlookup_take(const ProtobufCMessage *m, bool prefix, int i, const fr_sche
 /* Frees what part holds; n stays. */
 void fr_rlookup_part_free(fr_rlookup_part *part);
 
+/* ---- lake snapshot answers (client_lake.c) ----------------------------------------------- */
+
+/* Checks the answer m to a lake_snapshot request about table qname (of nbuckets buckets,
+ * partitioned or not, as the client's description says) and copies it into *out (the
+ * caller's: firth_lake_snapshot_free). FR_ECORRUPT, naming the table and what is wrong, for
+ * a snapshot id below -1, a negative commit time, offsets or a commit time without a
+ * snapshot, more than FR_RPC_LAKE_OFFSETS_MAX offsets, a bucket outside 0..nbuckets-1, a
+ * partition id that does not fit the table (-1 exactly without partitions, >= 0 with), a
+ * negative offset, or offsets out of order or named twice; FR_ENOMEM. */
+int fr_rlake_take(const Firth__LakeSnapshotResponse *m, const char *qname, int nbuckets,
+                  bool partitioned, firth_lake_snapshot **out, fr_error *err);
+
 /* ---- record batches to and from the wire (client_remote.c) -------------------------------- */
 
 /* Decoded records of a fetch: one entry per record batch. */

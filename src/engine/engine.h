@@ -385,6 +385,13 @@ const fr_schema *fr_table_lake_schema(const fr_table *t);
 /* Opens the table's lake table, creating it when absent. The caller closes it with
  * fr_iceberg_close. Errors: FR_EINVAL (not lake-enabled), those of fr_iceberg_open. */
 int fr_table_lake_open(fr_table *t, fr_iceberg_table **out, fr_error *err);
+/* The table's current lake snapshot, with the tiered offset of every bucket sorted by
+ * partition id, then bucket (*out NULL when the lake has no snapshot yet). It is read
+ * through a lake handle of its own, as union reads do, so a tiering round in progress is not
+ * waited for. The caller frees it with fr_lake_snapshots_free(*out, 1). FR_EINVAL for a
+ * table without a lake, saying how to make one; errors reading the metadata name the
+ * table and the file. */
+int fr_table_lake_current(fr_table *t, fr_lake_snapshot **out, fr_error *err);
 
 /* Runs one tiering round of t now, on the caller's thread (CALL sys.tier): *snapshot_id gets
  * the id of the snapshot it committed, or of the current one when there was nothing new to

@@ -13,6 +13,8 @@
  * in and divided on its way out, exactly; CHAR(n) and VARCHAR(n) are STRING in the lake with
  * the same bytes. Conversion copies each column's buffers once (no per-value work for the
  * other types). */
+#include <stdlib.h>
+
 #include "engine/engine_int.h"
 
 #include <inttypes.h>
@@ -229,6 +231,29 @@ int fr_table_lake_open(fr_table *t, fr_iceberg_table **out, fr_error *err)
     int rc = fr_iceberg_open(l->dir, &l->spec, out, err);
     if (rc < 0) fr_error_wrap(err, "the lake of table %s", t->qname);
     return rc;
+}
+
+static int lake_offset_order(const void *a, const void *b)
+{
+    const fr_lake_offset *x = a, *y = b;
+    if (x->partition_id != y->partition_id) return x->partition_id < y->partition_id ? -1 : 1;
+    return (x->bucket > y->bucket) - (x->bucket < y->bucket);
+}
+
+int fr_table_lake_current(fr_table *t, fr_lake_snapshot **out, fr_error *err)
+{
+    *out = NULL;
+    FR_CHECK(t->lake, FR_EINVAL, err, "table %s has no lake: create it with "
+             "'table.datalake.enabled' = 'true'", t->qname);
+    fr_iceberg_table *ice = NULL;
+    FR_TRY(fr_table_lake_open(t, &ice, err));
+    int rc = fr_iceberg_current(ice, out, err);
+    fr_iceberg_close(ice);
+    if (rc < 0) return fr_error_wrap(err, "the lake of table %s", t->qname);
+    if (*out)
+        qsort((*out)->offsets, (size_t)(*out)->noffsets, sizeof *(*out)->offsets,
+              lake_offset_order);
+    return FR_OK;
 }
 
 int fr_table_lake_ensure_locked(fr_table *t, fr_error *err)

@@ -42,6 +42,9 @@
 #define FR_RPC_RECORDS_BYTES_MAX (64 << 20) /* one record batch (FR_RB_BYTES_MAX) */
 #define FR_RPC_WAIT_MS_MAX 600000         /* a fetch's max_wait_ms: 10 minutes */
 #define FR_RPC_AUTH_BYTES_MAX 65536
+/* Tiered offsets in a lake_snapshot answer, which a client takes at most: the most one lake
+ * snapshot's summary may hold (the lake's FR_ICE_OFFSETS_MAX). */
+#define FR_RPC_LAKE_OFFSETS_MAX 1000000
 /* Unpacking may allocate at most UNPACK_MEMORY_FACTOR * body bytes + UNPACK_MEMORY_SLACK:
  * protobuf lets a few bytes on the wire (an empty sub-message) become a struct of a hundred
  * in memory, and a frame of 100 MB must not become gigabytes. */
@@ -69,6 +72,7 @@ typedef enum fr_rpc_api {
     FR_RPC_LIST_OFFSETS = 14,
     FR_RPC_EXECUTE_SQL = 15,
     FR_RPC_AUTHENTICATE = 16,
+    FR_RPC_LAKE_SNAPSHOT = 17,
     FR_RPC_API_COUNT
 } fr_rpc_api;
 

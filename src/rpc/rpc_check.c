@@ -361,6 +361,10 @@ int fr_rpc_request_check(fr_rpc_api api, const ProtobufCMessage *m, fr_error *er
     case FR_RPC_EXECUTE_SQL: return fr_rpc_check_sql(&at, (const Firth__ExecuteSqlRequest *)m, err);
     case FR_RPC_AUTHENTICATE:
         return fr_rpc_check_auth(&at, (const Firth__AuthenticateRequest *)m, err);
+    case FR_RPC_LAKE_SNAPSHOT: {
+        const Firth__LakeSnapshotRequest *r = (const Firth__LakeSnapshotRequest *)m;
+        return fr_rpc_check_table_ref(&at, r->path, r->table_id, err);
+    }
     case FR_RPC_API_COUNT: break;
     }
     assert(!"an api without checks");

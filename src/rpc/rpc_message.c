@@ -30,6 +30,7 @@ FR_RPC_SAME_KEY(FR_RPC_PREFIX_LOOKUP, FIRTH__API_KEY__PREFIX_LOOKUP);
 FR_RPC_SAME_KEY(FR_RPC_LIST_OFFSETS, FIRTH__API_KEY__LIST_OFFSETS);
 FR_RPC_SAME_KEY(FR_RPC_EXECUTE_SQL, FIRTH__API_KEY__EXECUTE_SQL);
 FR_RPC_SAME_KEY(FR_RPC_AUTHENTICATE, FIRTH__API_KEY__AUTHENTICATE);
+FR_RPC_SAME_KEY(FR_RPC_LAKE_SNAPSHOT, FIRTH__API_KEY__LAKE_SNAPSHOT);
 
 /* One api: its key, name, the stem of its generated message names (firth__produce_log ->
  * firth__produce_log_request__descriptor, ..._response__descriptor), and whether it streams. */
@@ -56,6 +57,7 @@ static const fr_rpc_api_info fr_rpc_apis[FR_RPC_API_COUNT] = {
     FR_RPC_API(FR_RPC_LIST_OFFSETS, "list_offsets", firth__list_offsets, false),
     FR_RPC_API(FR_RPC_EXECUTE_SQL, "execute_sql", firth__execute_sql, true),
     FR_RPC_API(FR_RPC_AUTHENTICATE, "authenticate", firth__authenticate, false),
+    FR_RPC_API(FR_RPC_LAKE_SNAPSHOT, "lake_snapshot", firth__lake_snapshot, false),
 };
 
 const fr_rpc_api_info *fr_rpc_api_lookup(int api_key)

@@ -174,6 +174,7 @@ static int run_handler(fr_server *s, srv_job *j, fr_error *err)
     case FR_RPC_LIST_OFFSETS: return srv_handle_list_offsets(s, j, err);
     case FR_RPC_EXECUTE_SQL: return srv_handle_execute_sql(s, j, err);
     case FR_RPC_AUTHENTICATE: return srv_handle_authenticate(s, j->conn, j, err);
+    case FR_RPC_LAKE_SNAPSHOT: return srv_handle_lake_snapshot(s, j, err);
     case FR_RPC_API_COUNT: break;
     }
     return fr_fail(err, FR_EUNSUPPORTED, "api %d has no handler", (int)j->api);

@@ -242,6 +242,9 @@ int srv_handle_list_tables(fr_server *s, srv_job *j, fr_error *err);
 int srv_handle_get_table_info(fr_server *s, srv_job *j, fr_error *err);
 int srv_handle_list_offsets(fr_server *s, srv_job *j, fr_error *err);
 int srv_handle_authenticate(fr_server *s, srv_conn *c, srv_job *j, fr_error *err);
+/* The newest lake snapshot of a lake-enabled table (server_lake.c). */
+int srv_handle_lake_snapshot(fr_server *s, srv_job *j, fr_error *err);
+
 /* ---- writes (server_write.c, server_put.c) ---------------------------------------------- */
 
 /* What became of one entry. */

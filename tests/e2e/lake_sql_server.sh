@@ -49,6 +49,25 @@ check_eq "$(q "SELECT id, name FROM lk.users\$lake")" "1,ann
 3,cy" "the lake of the primary-key table is as tiered"
 check_eq "$(q "SELECT snapshot_id, parent_id, operation, total_records FROM lk.events\$lake_snapshots")" \
     "$s1,,append,2" "\$lake_snapshots over the network"
+
+# The lake_snapshot api, spoken by a client written from docs/PROTOCOL.md alone
+# (server_wire.mjs): the snapshot CALL committed, with the offsets t$lake_snapshots lists.
+wire() { node "$E2E_SRC/tests/e2e/server_wire.mjs" "$@"; }
+offs=$("$FIRTH" sql --connect "$ADDR" --format csv \
+    -e "SELECT tiered_offsets FROM lk.events\$lake_snapshots" | tail -n +2 | tr -d '"')
+[[ "$offs" =~ ^p-1/b[01]:[0-9]+ ]] || fail "tiered offsets, not [$offs]"
+run 0 wire lake-snapshot "$ADDR" lk events
+check_contains "$OUT" "snapshot_id=$s1 committed_at_ms=1" "lake_snapshot names CALL's snapshot"
+check_contains "$OUT" "offsets=$offs" "lake_snapshot's offsets are \$lake_snapshots' tiered_offsets"
+run 0 "$FIRTH" sql --connect "$ADDR" -e "CREATE TABLE lk.plain (id INT NOT NULL);
+    CREATE TABLE lk.later (id INT NOT NULL) WITH ('table.datalake.enabled' = 'true')"
+run 0 wire lake-snapshot "$ADDR" lk later
+check_eq "$OUT" "snapshot_id=-1 committed_at_ms=0 offsets=" "lake_snapshot before any round"
+run 1 wire lake-snapshot "$ADDR" lk plain
+check_contains "$OUT" "code=1 message=table lk.plain has no lake: create it with 'table.datalake.enabled' = 'true'" \
+    "lake_snapshot of a table without a lake is INVALID, saying how to make one"
+run 1 wire lake-snapshot "$ADDR" lk nope
+check_contains "$OUT" "code=6 message=" "lake_snapshot of an unknown table is NOT_FOUND"
 run 0 "$FIRTH" sql --connect "$ADDR" --format csv -e "EXPLAIN SELECT name FROM lk.events WHERE id > 1"
 check_contains "$OUT" "union read: the newest lake snapshot, then the log of every bucket" \
     "EXPLAIN over the network"

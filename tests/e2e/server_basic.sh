@@ -42,8 +42,10 @@ check_contains "$(cat "$T/s1.log")" "listening on $NATIVE (native), $HTTP (http)
     "the log says where the server listens"
 
 run 0 wire versions "$NATIVE"
-check_contains "$OUT" "server=firth 0.1.0 apis=17 frame_bytes_max=104857600 in_flight_max=64" \
+check_contains "$OUT" "server=firth 0.1.0 apis=18 frame_bytes_max=104857600 in_flight_max=64" \
     "api_versions"
+check_contains "$OUT" "api key=14 name=list_offsets versions=0..0" "api_versions names each api"
+check_contains "$OUT" "api key=17 name=lake_snapshot versions=0..0" "api_versions lists lake_snapshot"
 
 run 0 wire sql "$NATIVE" "CREATE DATABASE shop; CREATE TABLE shop.orders (id BIGINT NOT NULL,
   item STRING) WITH ('bucket.num' = '1'); INSERT INTO shop.orders VALUES (1, 'tea'), (2, 'jam')"

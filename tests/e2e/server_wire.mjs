@@ -4,13 +4,16 @@
 // outside the C code.
 //
 // Usage:
-//   node server_wire.mjs versions HOST:PORT
+//   node server_wire.mjs versions HOST:PORT           prints the limits, then one line per api
 //   node server_wire.mjs sql HOST:PORT "SQL"           prints one line per statement
 //   node server_wire.mjs park-fetch HOST:PORT DB TABLE BUCKET OFFSET WAIT_MS
 //        sends a long-polling fetch, prints "sent", then "answered bytes=N next=M" and
 //        "closed" when the server closes the connection
 //   node server_wire.mjs raw HOST:PORT HEX             sends bytes, prints the first
 //        response frame as "result=R id=I code=C message=..." and "closed" at the end
+//   node server_wire.mjs lake-snapshot HOST:PORT DB TABLE
+//        prints "snapshot_id=S committed_at_ms=T offsets=p-1/b0:120,p-1/b1:98" (offsets as
+//        t$lake_snapshots formats them, in the order received), or the error
 //   node server_wire.mjs http HOST:PORT PATH          prints status and body
 // Exit status: 0 on success, 1 on an ERROR frame or anything unexpected.
 import net from 'node:net';
@@ -116,6 +119,8 @@ async function versions(addr) {
   if (!f || f.result !== 0) throw new Error('api_versions failed');
   const m = decode(f.body);
   console.log(`server=${str(m, 2)} apis=${(m[1] || []).length} frame_bytes_max=${num(m, 3)} in_flight_max=${num(m, 4)}`);
+  for (const a of (m[1] || []).map(decode))
+    console.log(`api key=${num(a, 1)} name=${str(a, 4)} versions=${num(a, 2)}..${num(a, 3)}`);
   c.close();
 }
 
@@ -168,6 +173,23 @@ async function raw(addr, hex) {
   c.close();
 }
 
+async function lakeSnapshot(addr, db, table) {
+  const c = connect(addr);
+  await c.ready;
+  await c.send(request(17, 3, fMsg(1, [fStr(1, db), fStr(2, table)])));
+  const f = await c.next();
+  if (!f) throw new Error('closed before an answer');
+  if (f.result === 1) {
+    console.log(`error ${errorText(f.body)}`);
+    process.exitCode = 1;
+  } else {
+    const m = decode(f.body);
+    const offsets = (m[3] || []).map(decode).map((o) => `p${num(o, 1)}/b${num(o, 2)}:${num(o, 3)}`);
+    console.log(`snapshot_id=${num(m, 1)} committed_at_ms=${num(m, 2)} offsets=${offsets.join(',')}`);
+  }
+  c.close();
+}
+
 async function http(addr, path) {
   const r = await fetch(`http://${addr}${path}`);
   console.log(`status=${r.status}`);
@@ -175,9 +197,9 @@ async function http(addr, path) {
 }
 
 const [cmd, ...args] = process.argv.slice(2);
-const commands = { versions, sql, 'park-fetch': parkFetch, raw, http };
+const commands = { versions, sql, 'park-fetch': parkFetch, raw, 'lake-snapshot': lakeSnapshot, http };
 if (!commands[cmd]) {
-  console.error('usage: node server_wire.mjs versions|sql|park-fetch|raw|http ...');
+  console.error('usage: node server_wire.mjs versions|sql|park-fetch|raw|lake-snapshot|http ...');
   process.exit(2);
 }
 commands[cmd](...args).catch((e) => {

@@ -246,6 +246,12 @@ static ProtobufCMessage *tm_request_c(fr_rpc_api api)
         m.auth_bytes = (ProtobufCBinaryData){ 13, (uint8_t *)"\0alice\0secret" };
         return &m.base;
     }
+    case FR_RPC_LAKE_SNAPSHOT: {
+        static Firth__LakeSnapshotRequest m = FIRTH__LAKE_SNAPSHOT_REQUEST__INIT;
+        m.path = &tm_path;
+        m.table_id = 7;
+        return &m.base;
+    }
     default: return NULL;
     }
 }
@@ -517,6 +523,21 @@ static ProtobufCMessage *tm_response_c(fr_rpc_api api)
         m.session_lifetime_ms = 3600000;
         return &m.base;
     }
+    case FR_RPC_LAKE_SNAPSHOT: {
+        static Firth__LakeSnapshotResponse m = FIRTH__LAKE_SNAPSHOT_RESPONSE__INIT;
+        static Firth__LakeOffset o1 = FIRTH__LAKE_OFFSET__INIT, o2 = FIRTH__LAKE_OFFSET__INIT;
+        static Firth__LakeOffset *os[2] = { &o1, &o2 };
+        o1.partition_id = -1;
+        o1.offset = 120;
+        o2.partition_id = -1;
+        o2.bucket = 1;
+        o2.offset = 98;
+        m.snapshot_id = 4215730518211150001;
+        m.committed_at_ms = 1764504000000;
+        m.n_offsets = 2;
+        m.offsets = os;
+        return &m.base;
+    }
     default: return NULL;
     }
 }
@@ -781,7 +802,9 @@ static void test_unknown_api_and_version(void **state)
     assert_int_equal(tm_unpack_request(FR_RPC_API_COUNT, 0, NULL, 0, &code, &err),
                      FR_EUNSUPPORTED);
     assert_int_equal(code, FIRTH__ERROR_CODE__UNKNOWN_API);
-    assert_msg_has(err, "unknown api key 17");
+    char unknown[64];
+    snprintf(unknown, sizeof unknown, "unknown api key %d", FR_RPC_API_COUNT);
+    assert_msg_has(err, unknown);
     /* The answer carries that code, not the status's (UNSUPPORTED). */
     fr_buf out;
     fr_buf_init(&out);
@@ -793,7 +816,8 @@ static void test_unknown_api_and_version(void **state)
     assert_int_equal(fr_rpc_response_unpack(FR_RPC_API_VERSIONS, &f, &m, &e2), 0);
     assert_int_equal(((Firth__Error *)m)->code, FIRTH__ERROR_CODE__UNKNOWN_API);
     assert_int_equal(fr_rpc_error_get((Firth__Error *)m, "request 5", &e2), FR_EUNSUPPORTED);
-    assert_msg_has(e2, "request 5: unknown api key 17");
+    snprintf(unknown, sizeof unknown, "request 5: unknown api key %d", FR_RPC_API_COUNT);
+    assert_msg_has(e2, unknown);
     fr_rpc_free(m);
     fr_buf_free(&out);
     assert_int_equal(tm_unpack_request(-5, 0, NULL, 0, &code, &err), FR_EUNSUPPORTED);
@@ -972,6 +996,24 @@ static void test_request_checks_tables(void **state)
         TM_SAMPLE(Firth__AuthenticateRequest, m, FR_RPC_AUTHENTICATE);
         m->auth_bytes.len = FR_RPC_AUTH_BYTES_MAX + 1;
         tm_expect(FR_RPC_AUTHENTICATE, m, FR_ELIMIT, "auth_bytes of 65537 bytes");
+    }
+    {
+        TM_SAMPLE(Firth__LakeSnapshotRequest, m, FR_RPC_LAKE_SNAPSHOT);
+        m->path = NULL;
+        tm_expect(FR_RPC_LAKE_SNAPSHOT, m, FR_EINVAL,
+                  "lake_snapshot request: the table path is missing");
+    }
+    {
+        TM_SAMPLE(Firth__LakeSnapshotRequest, m, FR_RPC_LAKE_SNAPSHOT);
+        tm_path.database = "";
+        tm_expect(FR_RPC_LAKE_SNAPSHOT, m, FR_EINVAL, "lake_snapshot request: database is missing");
+    }
+    {
+        TM_SAMPLE(Firth__LakeSnapshotRequest, m, FR_RPC_LAKE_SNAPSHOT);
+        m->table_id = -1;
+        tm_expect(FR_RPC_LAKE_SNAPSHOT, m, FR_EINVAL, "table id -1 is negative");
+        m->table_id = 0; /* any table of the name */
+        assert_int_equal(fr_rpc_request_check(FR_RPC_LAKE_SNAPSHOT, &m->base, NULL), 0);
     }
 }
 

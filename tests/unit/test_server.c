@@ -3,8 +3,9 @@
  * tables, table info, produce (good and bad batches, idempotent retries), fetch (offsets,
  * projection, filter pruning, errors), list offsets, put kv (upserts, deletes, partial
  * updates, rows in the wrong bucket), lookups and prefix lookups, streamed SQL (results,
- * syntax and runtime errors with their statement), authentication, and HTTP /health and
- * /metrics. */
+ * syntax and runtime errors with their statement), authentication, lake snapshots (before
+ * and after a tiering round, against the engine's own list; the table id guard; tables
+ * without a lake), and HTTP /health and /metrics. */
 #include "server_testkit.h"
 
 /* ---- helpers --------------------------------------------------------------------------- */
@@ -1245,6 +1246,124 @@ static void test_authenticate(void **state)
     fr_rpc_free(&any->base);
 }
 
+/* ---- lake snapshot --------------------------------------------------------------------- */
+
+/* A server without background tiering: lake snapshots come from CALL sys.tier alone. */
+static int setup_lake(void **state)
+{
+    (void)state;
+    kit_server_options(&ks, "server_lake");
+    fr_error err = {0};
+    KIT_CHECK(fr_server_options_set(&ks.opts, "lake.tiering.threads", "0", &err), err);
+    kit_server_start(&ks);
+    kc = kit_connect(fr_server_address(ks.srv));
+    return 0;
+}
+
+static void lake_request(const char *db, const char *table, int64_t table_id,
+                         Firth__LakeSnapshotRequest *req, Firth__TablePath *path)
+{
+    *path = kit_path_of(db, table);
+    firth__lake_snapshot_request__init(req);
+    req->path = path;
+    req->table_id = table_id;
+}
+
+static Firth__LakeSnapshotResponse *lake_snapshot(const char *db, const char *table,
+                                                  int64_t table_id)
+{
+    Firth__LakeSnapshotRequest req;
+    Firth__TablePath path;
+    lake_request(db, table, table_id, &req, &path);
+    return (Firth__LakeSnapshotResponse *)kit_call(&kc, FR_RPC_LAKE_SNAPSHOT, &req.base);
+}
+
+/* The ERROR answer to a lake_snapshot request: its code, and its message holds part. */
+static void lake_snapshot_fails(const char *db, const char *table, int64_t table_id, int code,
+                                const char *part)
+{
+    Firth__LakeSnapshotRequest req;
+    Firth__TablePath path;
+    lake_request(db, table, table_id, &req, &path);
+    Firth__Error *e = kit_call_error(&kc, FR_RPC_LAKE_SNAPSHOT, &req.base);
+    assert_int_equal(e->code, code);
+    if (!strstr(e->message, part)) fail_msg("\"%s\" lacks \"%s\"", e->message, part);
+    fr_rpc_free(&e->base);
+}
+
+static void test_lake_snapshot(void **state)
+{
+    (void)state;
+    kit_sql(&kc, "CREATE TABLE lk (id INT NOT NULL, dt STRING NOT NULL) PARTITIONED BY (dt) "
+                 "WITH ('table.datalake.enabled' = 'true', 'bucket.num' = '3', "
+                 "'bucket.key' = 'id');"
+                 "CREATE TABLE plain (id INT NOT NULL);"
+                 "INSERT INTO lk VALUES (1, 'c'), (2, 'a'), (3, 'b'), (4, 'a'), (5, 'c'), "
+                 "(6, 'a'), (7, 'b')");
+    /* No round yet: no snapshot, said with -1. */
+    Firth__LakeSnapshotResponse *r = lake_snapshot("default", "lk", 0);
+    assert_int_equal(r->snapshot_id, -1);
+    assert_int_equal(r->committed_at_ms, 0);
+    assert_int_equal(r->n_offsets, 0);
+    fr_rpc_free(&r->base);
+
+    /* After a round: the newest of the engine's snapshots (they come oldest first), every
+     * bucket it records in order, the records of all of them counted. */
+    kit_sql(&kc, "CALL sys.tier('default.lk')");
+    fr_table *t = NULL;
+    fr_error err = {0};
+    KIT_CHECK(fr_engine_get_table(fr_server_engine(ks.srv), "default", "lk", &t, &err), err);
+    fr_lake_snapshot *snaps = NULL;
+    int n = 0;
+    KIT_CHECK(fr_table_lake_snapshots(t, &snaps, &n, &err), err);
+    assert_int_equal(n, 1);
+    const fr_lake_snapshot *newest = &snaps[n - 1];
+    r = lake_snapshot("default", "lk", fr_table_id(t));
+    assert_int_equal(r->snapshot_id, newest->snapshot_id);
+    assert_int_equal(r->committed_at_ms, newest->timestamp_ms);
+    assert_int_equal(r->n_offsets, (size_t)newest->noffsets);
+    int64_t records = 0;
+    for (size_t i = 0; i < r->n_offsets; i++) {
+        const Firth__LakeOffset *o = r->offsets[i];
+        if (i > 0) {
+            const Firth__LakeOffset *p = r->offsets[i - 1];
+            assert_true(o->partition_id > p->partition_id ||
+                        (o->partition_id == p->partition_id && o->bucket > p->bucket));
+        }
+        bool found = false;
+        for (int k = 0; k < newest->noffsets; k++)
+            found = found || (newest->offsets[k].partition_id == o->partition_id &&
+                              newest->offsets[k].bucket == o->bucket &&
+                              newest->offsets[k].offset == o->offset);
+        assert_true(found);
+        assert_true(o->partition_id >= 0 && o->bucket >= 0 && o->bucket < 3);
+        records += o->offset;
+    }
+    assert_int_equal(records, 7);
+    fr_rpc_free(&r->base);
+
+    /* A table id other than the table's: it was dropped and created again since. */
+    lake_snapshot_fails("default", "lk", fr_table_id(t) + 100, FIRTH__ERROR_CODE__NOT_FOUND,
+                        "dropped and created again");
+    fr_lake_snapshots_free(snaps, n);
+    fr_table_release(t);
+    lake_snapshot_fails("default", "plain", 0, FIRTH__ERROR_CODE__INVALID,
+                        "table default.plain has no lake: create it with "
+                        "'table.datalake.enabled' = 'true'");
+    lake_snapshot_fails("default", "nope", 0, FIRTH__ERROR_CODE__NOT_FOUND, "nope");
+    lake_snapshot_fails("nodb", "lk", 0, FIRTH__ERROR_CODE__NOT_FOUND, "nodb");
+
+    /* Lake metadata that does not parse: CORRUPT, naming the file; the server goes on. */
+    char path[1200];
+    snprintf(path, sizeof path, "%s/lake/default/lk/metadata/v2.metadata.json", ks.dir);
+    KIT_CHECK(fr_write_file_atomic(path, "{", 1, &err), err);
+    lake_snapshot_fails("default", "lk", 0, FIRTH__ERROR_CODE__CORRUPT, "v2.metadata.json");
+    kit_sql(&kc, "CREATE TABLE lk2 (id INT NOT NULL) WITH ('table.datalake.enabled' = 'true')");
+    r = lake_snapshot("default", "lk2", 0);
+    assert_int_equal(r->snapshot_id, -1);
+    fr_rpc_free(&r->base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1259,6 +1378,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sql, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http, setup, teardown),
         cmocka_unit_test_setup_teardown(test_authenticate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lake_snapshot, setup_lake, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
