@@ -50,6 +50,8 @@ typedef struct q_plan {
     const fr_expr *stray; /* the first column outside GROUP BY and the aggregates */
     int stray_item;       /* its probe among the read's items */
     sql_stmt outer;       /* items and HAVING over the groups */
+    int *named_by_group;  /* per item: the GROUP BY column that names it (a bare column
+                             without alias), or -1 */
     fr_schema *group_schema;
     sql_grouper *grouper;
     /* sorting */
@@ -241,6 +243,8 @@ static int plan_aggregating(q_plan *q, fr_error *err)
     sql_stmt *o = &q->outer;
     *o = (sql_stmt){.kind = SQL_SELECT, .pos = st->pos, .has_from = true,
                     .where_pos = st->having_pos, .limit = st->norder_by ? -1 : st->limit};
+    q->named_by_group = fr_arena_alloc(q->arena, sizeof(int) * (size_t)(st->nitems + 1));
+    if (!q->named_by_group) return oom(err);
     for (int i = 0; i < st->nitems; i++) {
         const sql_select_item *src = &st->items[i];
         if (!src->expr)
@@ -250,6 +254,10 @@ static int plan_aggregating(q_plan *q, fr_error *err)
         if (!it) return err->code;
         *it = *src;
         it->alias = src->alias ? src->alias : src->text;
+        q->named_by_group[i] = -1;
+        for (int g = 0; g < st->ngroup_by && !src->alias && sql_expr_is_column(src->expr); g++)
+            if (same_expr(src->expr, st->group_by[g]) && q->named_by_group[i] < 0)
+                q->named_by_group[i] = g;
         FR_TRY(rewrite(q, src->expr, &it->expr, err));
     }
     if (st->having) FR_TRY(rewrite(q, st->having, &o->where, err));
@@ -411,7 +419,17 @@ static int group_begin(void *ctx, const fr_schema *schema, fr_error *err)
             return sql_fail_at(err, FR_ETYPE, q->st->having_pos, "HAVING needs a BOOLEAN "
                                "condition");
     }
-    if (q->aggregating) FR_TRY(sql_select_rows(&q->outer, q->group_schema, NULL, NULL, err));
+    if (q->aggregating) {
+        /* A bare column item is named as the table spells it, as the read named its group. */
+        for (int i = 0; i < q->st->nitems; i++) {
+            int g = q->named_by_group[i];
+            if (g < 0) continue;
+            const char *name = fr_schema_field(schema, g)->name;
+            q->outer.items[i].alias = fr_arena_strndup(q->arena, name, strlen(name));
+            if (!q->outer.items[i].alias) return oom(err);
+        }
+        FR_TRY(sql_select_rows(&q->outer, q->group_schema, NULL, NULL, err));
+    }
     int ng = q->aggregating ? q->st->ngroup_by : fr_schema_num_fields(schema);
     return sql_grouper_new(schema, ng, specs, q->naggs, q->group_schema, &q->grouper, err);
 }

@@ -6,9 +6,9 @@
  * by HOUR and DAY with an injected clock in several time zones; partitions kept across
  * reopen, with ids never reused and files of partitions dropped in a crash removed. */
 #include "engine_pk_testkit.h"
+#include "test_rng.h"
 
 #include <jansson.h>
-#include <time.h>
 
 static const char *const PK_DT_ID[] = {"dt", "id"};
 static const char *const DT[] = {"dt"};
@@ -817,23 +817,6 @@ typedef struct model_row {
     double score;
 } model_row;
 
-static uint64_t g_rng;
-
-static uint64_t rnd(void)
-{
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return g_rng;
-}
-
-static uint64_t seed_from_env(void)
-{
-    const char *s = getenv("FIRTH_TEST_SEED");
-    if (s && *s) return strtoull(s, NULL, 0);
-    return (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
-}
-
 static const char *const R_DT[R_DTS] = {"d0", "d1", "d2", "d3", "d4"};
 
 /* The state, the lookups of every key and the prefix lookups agree with the model. */
@@ -860,7 +843,7 @@ static void check_model(fr_table *t, model_row m[R_DTS][R_IDS], uint64_t seed, i
     for (int d = 0; d < R_DTS; d++)
         for (int i = 0; i < R_IDS; i++) keys[n++] = (pk_row){R_DT[d], i, NULL, 0};
     for (int i = n - 1; i > 0; i--) { /* ask in a random order */
-        int j = (int)(rnd() % (uint64_t)(i + 1));
+        int j = test_rng_below(i + 1);
         pk_row x = keys[i];
         keys[i] = keys[j];
         keys[j] = x;
@@ -891,10 +874,8 @@ static void check_model(fr_table *t, model_row m[R_DTS][R_IDS], uint64_t seed, i
 static void test_random_model(void **state)
 {
     (void)state;
-    uint64_t seed = seed_from_env();
-    g_rng = seed ? seed : 1;
-    printf("test_random_model: seed %llu (set FIRTH_TEST_SEED to replay)\n",
-           (unsigned long long)seed);
+    uint64_t seed = test_rng_seed_of_run("test_engine_partition, test_random_model");
+    test_rng_seed(seed);
     char *dir = kit_tmpdir("part_random");
     fr_engine *e = kit_open(dir);
     PK_CREATE_OK(e, "t", PK_DT_ID, 2, DT, 1, (fr_option[]){{"bucket.num", "3"}}, 1);
@@ -903,15 +884,15 @@ static void test_random_model(void **state)
     memset(m, 0, sizeof m);
     static char names[64][16];
     for (int step = 0; step < 60; step++) {
-        int n = 1 + (int)(rnd() % 40);
+        int n = 1 + test_rng_below(40);
         pk_row rows[40];
         uint8_t ops[40];
         for (int i = 0; i < n; i++) {
-            int d = (int)(rnd() % R_DTS), id = (int)(rnd() % R_IDS);
-            snprintf(names[i], sizeof names[i], "s%d", (int)(rnd() % 1000));
-            bool null = rnd() % 5 == 0;
-            rows[i] = (pk_row){R_DT[d], id, null ? NULL : names[i], (double)(rnd() % 10000) / 4};
-            ops[i] = rnd() % 5 == 0 ? FR_KV_DELETE : FR_KV_UPSERT;
+            int d = test_rng_below(R_DTS), id = test_rng_below(R_IDS);
+            snprintf(names[i], sizeof names[i], "s%d", test_rng_below(1000));
+            bool null = test_rng_below(5) == 0;
+            rows[i] = (pk_row){R_DT[d], id, null ? NULL : names[i], test_rng_below(10000) / 4.0};
+            ops[i] = test_rng_below(5) == 0 ? FR_KV_DELETE : FR_KV_UPSERT;
             model_row *r = &m[d][id]; /* the model applies the rows in order */
             if (ops[i] == FR_KV_DELETE) {
                 r->present = false;
@@ -923,8 +904,8 @@ static void test_random_model(void **state)
             r->score = rows[i].score;
         }
         pk_put(t, rows, n, ops);
-        if (rnd() % 10 == 0) { /* drop a partition now and then */
-            int d = (int)(rnd() % R_DTS);
+        if (test_rng_below(10) == 0) { /* drop a partition now and then */
+            int d = test_rng_below(R_DTS);
             fr_option spec = {"dt", R_DT[d]};
             fr_error err = {0};
             KIT_CHECK(fr_engine_drop_partition(e, "default", "t", &spec, 1, true, &err), err);

@@ -18,34 +18,18 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include <cmocka.h>
 
 #include "expr/expr.h"
+#include "test_rng.h"
 
 enum { C_TINY, C_INT, C_BIG, C_DBL, C_FLT, C_DEC, C_STR, C_DATE, C_TS, C_BOOL, NCOLS };
 static const char *const col_names[NCOLS] = {"t", "i", "b", "d", "f", "m", "s", "dt", "ts", "p"};
 
-static uint64_t g_rng;
-
-static uint64_t rnd(void)
-{
-    g_rng ^= g_rng >> 12;
-    g_rng ^= g_rng << 25;
-    g_rng ^= g_rng >> 27;
-    return g_rng * 0x2545F4914F6CDD1DULL;
-}
-
-static int rnd_int(int lo, int hi) /* inclusive */
-{
-    return lo + (int)(rnd() % (uint64_t)(hi - lo + 1));
-}
-
-static bool chance(int percent)
-{
-    return rnd_int(1, 100) <= percent;
-}
+/* Short names for test_rng.h's draws: the generators below draw on almost every line. */
+static int rnd_int(int lo, int hi) { return test_rng_int(lo, hi); } /* inclusive */
+static bool chance(int percent) { return test_rng_chance(percent); }
 
 static fr_type col_type(int c)
 {
@@ -458,13 +442,6 @@ static int ref_pred(const fr_expr *e, const fr_batch *b, int64_t row)
 
 /* ---- the test -------------------------------------------------------------------------- */
 
-static uint64_t seed_from_env(void)
-{
-    const char *s = getenv("FIRTH_TEST_SEED");
-    if (s && *s) return strtoull(s, NULL, 0);
-    return (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
-}
-
 static void describe(const fr_expr *e, uint64_t seed, int iter)
 {
     fr_buf text;
@@ -478,9 +455,8 @@ static void describe(const fr_expr *e, uint64_t seed, int iter)
 static void test_random_predicates(void **state)
 {
     (void)state;
-    uint64_t seed = seed_from_env();
-    g_rng = seed ? seed : 1;
-    printf("test_expr_random: seed %llu (set FIRTH_TEST_SEED to replay)\n", (unsigned long long)seed);
+    uint64_t seed = test_rng_seed_of_run("test_expr_random");
+    test_rng_seed(seed);
     int batches = 150, per_batch = 25;
     long pruned = 0, could_prune = 0, checked_rows = 0;
     for (int bi = 0; bi < batches; bi++) {

@@ -8,30 +8,14 @@
  *
  * The seed is printed; FIRTH_TEST_SEED=<n> replays a run, FIRTH_TEST_BATCHES=<n> sets the
  * number of batches per configuration. */
-#include <unistd.h>
-
 #include "kv_testkit.h"
+#include "test_rng.h"
 
 enum { C_K1, C_K2, C_V1, C_V2, C_V3, C_V4, NCOLS };
 #define NK1 6
 #define NK2 3
 #define NKEYS (NK1 * NK2)
 static const char *const k2_names[NK2] = { "", "a", "b" };
-
-/* ---- random numbers --------------------------------------------------------------------- */
-
-static uint64_t rng_state;
-
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1Dull;
-}
-
-static int rnd_below(int n) { return (int)(rnd() % (uint64_t)n); }
-static bool rnd_chance(int percent) { return rnd_below(100) < percent; }
 
 /* ---- the model ---------------------------------------------------------------------------- */
 
@@ -292,22 +276,22 @@ static mcell rnd_string_cell(void)
 {
     static const char *const words[] = { "x", "y", "zz", "", "abc" };
     mcell c = { 0 };
-    if (rnd_chance(25)) c.null = true;
-    else c.s = strdup(words[rnd_below(5)]);
+    if (test_rng_chance(25)) c.null = true;
+    else c.s = strdup(words[test_rng_below(5)]);
     return c;
 }
 
 static mcell rnd_int_cell(int col)
 {
     mcell c = { 0 };
-    if (rnd_chance(25)) {
+    if (test_rng_chance(25)) {
         c.null = true;
     } else if (col == C_V4) {
-        c.i = rnd_below(2);
-    } else if (rnd_chance(10)) {
-        c.i = col == C_V3 ? (int32_t)rnd() : (int64_t)rnd();
+        c.i = test_rng_below(2);
+    } else if (test_rng_chance(10)) {
+        c.i = col == C_V3 ? (int32_t)test_rng_next() : (int64_t)test_rng_next();
     } else {
-        c.i = rnd_below(9) - 4;
+        c.i = test_rng_below(9) - 4;
     }
     return c;
 }
@@ -315,29 +299,29 @@ static mcell rnd_int_cell(int col)
 static void rnd_batch(const model *m, rbatch *b)
 {
     memset(b, 0, sizeof *b);
-    b->n = 1 + rnd_below(12);
-    int delete_percent = m->del == FR_DELETE_DISABLE ? (rnd_chance(10) ? 50 : 0) : 30;
+    b->n = 1 + test_rng_below(12);
+    int delete_percent = m->del == FR_DELETE_DISABLE ? (test_rng_chance(10) ? 50 : 0) : 30;
     for (int i = 0; i < b->n; i++) {
         mrow *r = &b->rows[i];
-        r->c[C_K1].i = rnd_below(NK1);
-        r->c[C_K2].s = strdup(k2_names[rnd_below(NK2)]);
+        r->c[C_K1].i = test_rng_below(NK1);
+        r->c[C_K2].s = strdup(k2_names[test_rng_below(NK2)]);
         r->c[C_V1] = rnd_int_cell(C_V1);
         r->c[C_V2] = rnd_string_cell();
         r->c[C_V3] = rnd_int_cell(C_V3);
         r->c[C_V4] = rnd_int_cell(C_V4);
-        b->ops[i] = rnd_chance(delete_percent) ? FR_KV_DELETE : FR_KV_UPSERT;
+        b->ops[i] = test_rng_chance(delete_percent) ? FR_KV_DELETE : FR_KV_UPSERT;
     }
     bool partial_ok = m->merge == FR_MERGE_LAST_ROW || m->merge == FR_MERGE_AGGREGATION;
-    if (partial_ok && rnd_chance(35)) {
+    if (partial_ok && test_rng_chance(35)) {
         int count = 0;
         for (int c = 0; c < NCOLS; c++) {
-            b->targets[c] = c == C_K1 || c == C_K2 || rnd_chance(50);
+            b->targets[c] = c == C_K1 || c == C_K2 || test_rng_chance(50);
             if (b->targets[c]) b->target_list[b->ntargets++] = c;
             count += b->targets[c];
         }
         /* listing every column is a full write, for the model too */
         b->has_targets = count < NCOLS;
-        if (!b->has_targets && rnd_chance(50)) b->ntargets = 0; /* sometimes pass NULL */
+        if (!b->has_targets && test_rng_chance(50)) b->ntargets = 0; /* sometimes pass NULL */
     }
 }
 
@@ -393,7 +377,7 @@ static void check_lookups(kt_bucket *bk, const model *m)
     int order[NKEYS];
     for (int k = 0; k < NKEYS; k++) order[k] = k;
     for (int k = NKEYS - 1; k > 0; k--) {
-        int j = rnd_below(k + 1), t = order[k];
+        int j = test_rng_below(k + 1), t = order[k];
         order[k] = order[j];
         order[j] = t;
     }
@@ -424,7 +408,7 @@ static void check_lookups(kt_bucket *bk, const model *m)
     fr_schema_free(ks);
 
     /* a prefix: one k1 */
-    int k1 = rnd_below(NK1);
+    int k1 = test_rng_below(NK1);
     fr_value p = fr_value_int(fr_type_of(FR_T_INT), k1);
     assert_int_equal(fr_kv_prefix_lookup(bk->kv, &p, 1, NULL, 0, kt_collect_rows, &got, &err), 0);
     for (int k2 = 0; k2 < NK2; k2++) {
@@ -450,18 +434,18 @@ static void random_config(model *m)
                                         FR_AGG_LAST_VALUE_IGNORE_NULLS, FR_AGG_FIRST_VALUE,
                                         FR_AGG_FIRST_VALUE_IGNORE_NULLS };
     static const char *const delims[] = { NULL, ";", "--" };
-    m->image = rnd_chance(50) ? FR_CHANGELOG_WAL : FR_CHANGELOG_FULL;
+    m->image = test_rng_chance(50) ? FR_CHANGELOG_WAL : FR_CHANGELOG_FULL;
     if (m->merge == FR_MERGE_FIRST_ROW || m->merge == FR_MERGE_VERSIONED)
-        m->del = rnd_chance(80) ? FR_DELETE_IGNORE : FR_DELETE_DISABLE;
+        m->del = test_rng_chance(80) ? FR_DELETE_IGNORE : FR_DELETE_DISABLE;
     else
-        m->del = rnd_chance(60)   ? FR_DELETE_ALLOW
-                 : rnd_chance(50) ? FR_DELETE_IGNORE
+        m->del = test_rng_chance(60)   ? FR_DELETE_ALLOW
+                 : test_rng_chance(50) ? FR_DELETE_IGNORE
                                   : FR_DELETE_DISABLE;
-    m->aggs[C_V1] = v1_fns[rnd_below(8)];
-    m->aggs[C_V2] = v2_fns[rnd_below(7)];
-    m->aggs[C_V3] = v1_fns[rnd_below(8)];
-    m->aggs[C_V4] = v4_fns[rnd_below(6)];
-    m->delims[C_V2] = delims[rnd_below(3)];
+    m->aggs[C_V1] = v1_fns[test_rng_below(8)];
+    m->aggs[C_V2] = v2_fns[test_rng_below(7)];
+    m->aggs[C_V3] = v1_fns[test_rng_below(8)];
+    m->aggs[C_V4] = v4_fns[test_rng_below(6)];
+    m->delims[C_V2] = delims[test_rng_below(3)];
 }
 
 static void reopen(kt_bucket *bk, int how)
@@ -484,7 +468,7 @@ static void run_engine(fr_merge_engine merge, int batches)
     bk->spec.version_column = C_V3;
     bk->spec.image = m.image;
     bk->spec.delete_behavior = m.del;
-    bk->spec.compression = (fr_compression)rnd_below(3);
+    bk->spec.compression = (fr_compression)test_rng_below(3);
     for (int c = 0; c < NCOLS; c++) {
         bk->aggs[c] = m.aggs[c];
         bk->delims[c] = m.delims[c];
@@ -502,7 +486,7 @@ static void run_engine(fr_merge_engine merge, int batches)
         fr_batch *rows = rbatch_encode(s, &b);
         bool has_delete = false;
         for (int r = 0; r < b.n; r++) has_delete |= b.ops[r] == FR_KV_DELETE;
-        int64_t writer = rnd_chance(90) ? 1 : FR_NO_WRITER;
+        int64_t writer = test_rng_chance(90) ? 1 : FR_NO_WRITER;
         int64_t end = fr_log_end_offset(bk->log);
         fr_kv_write_result res;
         fr_error err;
@@ -524,7 +508,7 @@ static void run_engine(fr_merge_engine merge, int batches)
             assert_int_equal(res.changelog_records, want.lines.n);
             assert_int_equal(res.base_offset, want.lines.n ? end : -1);
             kt_lines_free(&want.lines);
-            if (writer == 1 && rnd_chance(10)) { /* a retry of the same batch */
+            if (writer == 1 && test_rng_chance(10)) { /* a retry of the same batch */
                 int64_t end2 = fr_log_end_offset(bk->log);
                 rc = fr_kv_write(bk->kv, rows, b.ops, b.ntargets ? b.target_list : NULL,
                                  b.ntargets, writer, seq, &res, &err);
@@ -536,12 +520,12 @@ static void run_engine(fr_merge_engine merge, int batches)
         fr_batch_free(rows);
         rbatch_free(&b);
         assert_int_equal(fr_kv_applied_offset(bk->kv), fr_log_end_offset(bk->log));
-        if (rnd_chance(6)) {
-            reopen(bk, rnd_below(3));
+        if (test_rng_chance(6)) {
+            reopen(bk, test_rng_below(3));
             check_state(bk, &m);
         }
-        if (rnd_chance(15)) check_state(bk, &m);
-        if (rnd_chance(10)) check_lookups(bk, &m);
+        if (test_rng_chance(15)) check_state(bk, &m);
+        if (test_rng_chance(10)) check_lookups(bk, &m);
     }
     check_state(bk, &m);
     check_lookups(bk, &m);
@@ -561,12 +545,7 @@ static int batches_per_config(void)
 static void test_random_engines(void **state)
 {
     (void)state;
-    const char *e = getenv("FIRTH_TEST_SEED");
-    uint64_t seed = e && *e ? strtoull(e, NULL, 10) : (uint64_t)fr_now_ms() ^ (uint64_t)getpid();
-    if (seed == 0) seed = 1;
-    print_message("test_kv_random seed=%" PRIu64 " (FIRTH_TEST_SEED=%" PRIu64 " replays)\n",
-                  seed, seed);
-    rng_state = seed;
+    test_rng_seed(test_rng_seed_of_run("test_kv_random"));
     int batches = batches_per_config();
     for (int round = 0; round < 2; round++) {
         run_engine(FR_MERGE_LAST_ROW, batches);

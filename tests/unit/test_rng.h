@@ -32,12 +32,12 @@ static inline uint64_t test_rng_next(void)
 }
 
 /* A number in [0, n), n > 0 (the modulo bias is of no concern to tests). */
-static inline uint64_t test_rng_below(uint64_t n) { return test_rng_next() % n; }
+static inline int test_rng_below(int n) { return (int)(test_rng_next() % (uint64_t)n); }
 
 /* A number in [lo, hi], lo <= hi. */
 static inline int test_rng_int(int lo, int hi)
 {
-    return lo + (int)test_rng_below((uint64_t)((int64_t)hi - lo + 1));
+    return lo + (int)(test_rng_next() % (uint64_t)((int64_t)hi - lo + 1));
 }
 
 /* True with the given chance in percent. */

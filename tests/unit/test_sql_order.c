@@ -17,9 +17,8 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
 #include "sql/sql_int.h"
+#include "test_rng.h"
 
 /* The rows: tag (the row's number in the input, to see where each row went), then the
  * values sorted by. */
@@ -452,18 +451,6 @@ static void test_limit_ties(void **state)
 
 /* ---- randomized sorts against a reference ------------------------------------------------- */
 
-static uint64_t g_rng;
-
-static uint64_t rnd(void)
-{
-    g_rng ^= g_rng >> 12;
-    g_rng ^= g_rng << 25;
-    g_rng ^= g_rng >> 27;
-    return g_rng * 0x2545F4914F6CDD1DULL;
-}
-
-static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
-
 typedef struct ref_row {
     int64_t tag;
     bool null[NCOLS];
@@ -478,12 +465,12 @@ static ref_row rnd_row(int64_t tag)
 {
     static const double specials[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e300, -5e-324};
     ref_row r = {.tag = tag};
-    for (int c = C_I; c < NCOLS; c++) r.null[c] = rnd_int(0, 9) == 0;
-    r.i = rnd_int(-5, 5);
-    r.slen = (size_t)rnd_int(0, 3);
-    for (size_t j = 0; j < r.slen; j++) r.s[j] = "ab\0"[rnd_int(0, 2)];
-    r.d = rnd_int(0, 4) == 0 ? specials[rnd_int(0, 6)] : rnd_int(-20, 20) / 4.0;
-    r.m = rnd_int(-300, 300);
+    for (int c = C_I; c < NCOLS; c++) r.null[c] = test_rng_int(0, 9) == 0;
+    r.i = test_rng_int(-5, 5);
+    r.slen = (size_t)test_rng_int(0, 3);
+    for (size_t j = 0; j < r.slen; j++) r.s[j] = "ab\0"[test_rng_int(0, 2)];
+    r.d = test_rng_int(0, 4) == 0 ? specials[test_rng_int(0, 6)] : test_rng_int(-20, 20) / 4.0;
+    r.m = test_rng_int(-300, 300);
     return r;
 }
 
@@ -554,7 +541,7 @@ static fr_batch *ref_batch(const ref_row *rows, int n)
 static void random_sort(uint64_t seed, int nrows, int batch_rows, const sql_sort_key *keys,
                         int nkeys, int64_t limit)
 {
-    g_rng = seed ? seed : 1;
+    test_rng_seed(seed);
     ref_row *rows = malloc((size_t)nrows * sizeof *rows);
     assert_non_null(rows);
     for (int i = 0; i < nrows; i++) rows[i] = rnd_row(i);
@@ -592,18 +579,10 @@ static void random_sort(uint64_t seed, int nrows, int batch_rows, const sql_sort
     free(rows);
 }
 
-static uint64_t seed_from_env(void)
-{
-    const char *s = getenv("FIRTH_TEST_SEED");
-    if (s && *s) return strtoull(s, NULL, 0);
-    return (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
-}
-
 static void test_random(void **state)
 {
     (void)state;
-    uint64_t seed = seed_from_env();
-    printf("test_sql_order: seed %llu (set FIRTH_TEST_SEED to replay)\n", (unsigned long long)seed);
+    uint64_t seed = test_rng_seed_of_run("test_sql_order");
     sql_sort_key a[4] = {KEY(C_I, false, true), KEY(C_D, true, false), KEY(C_S, true, true),
                          KEY(C_M, false, false)};
     sql_sort_key b[3] = {KEY(C_S, false, false), KEY(C_D, false, true), KEY(C_M, true, true)};
@@ -880,7 +859,7 @@ static void test_alloc_failures(void **state)
         int tag = 0;
         for (int b = 0; b < NB; b++) {
             ref_row rows[ROWS];
-            g_rng = (uint64_t)b + 1;
+            test_rng_seed((uint64_t)b + 1);
             for (int i = 0; i < ROWS; i++) rows[i] = rnd_row(tag++);
             batches[b] = ref_batch(rows, ROWS);
         }
