@@ -39,7 +39,6 @@ typedef struct q_plan {
     fr_arena *arena;
     const sql_stmt *st;
     const fr_sql_sink *sink; /* the caller's */
-    fr_error *err;
     /* what the read returns */
     sql_stmt read;
     int nread; /* items of the read */
@@ -501,21 +500,17 @@ static int explain_stages(const q_plan *q, fr_buf *out, fr_error *err)
     return 0;
 }
 
-typedef struct q_explain {
-    const q_plan *q;
-    fr_buf text;
-} q_explain;
-
+/* Collects the read's plan, a line per row, into the fr_buf ctx. */
 static int explain_rows(void *ctx, fr_batch *batch, fr_error *err)
 {
-    q_explain *x = ctx;
+    fr_buf *text = ctx;
     const fr_column *c = fr_batch_column(batch, 0);
     int rc = 0;
     for (int64_t r = 0; r < fr_batch_num_rows(batch) && rc == 0; r++) {
         fr_value v;
         fr_column_get(c, r, &v);
-        rc = fr_buf_append(&x->text, v.v.s.ptr, v.v.s.len, err);
-        if (rc == 0) rc = fr_buf_printf(&x->text, err, "\n");
+        rc = fr_buf_append(text, v.v.s.ptr, v.v.s.len, err);
+        if (rc == 0) rc = fr_buf_printf(text, err, "\n");
     }
     fr_batch_free(batch);
     return rc;
@@ -523,13 +518,13 @@ static int explain_rows(void *ctx, fr_batch *batch, fr_error *err)
 
 static int explain_query(q_plan *q, fr_sql_session *s, fr_error *err)
 {
-    q_explain x = {.q = q};
-    fr_buf_init(&x.text);
-    fr_sql_sink capture = {.ctx = &x, .rows = explain_rows};
+    fr_buf text;
+    fr_buf_init(&text);
+    fr_sql_sink capture = {.ctx = &text, .rows = explain_rows};
     int rc = sql_exec_select(s, &q->read, &capture, err);
-    if (rc == 0) rc = explain_stages(q, &x.text, err);
-    if (rc == 0) rc = sql_emit_plan(q->sink, &x.text, err);
-    fr_buf_free(&x.text);
+    if (rc == 0) rc = explain_stages(q, &text, err);
+    if (rc == 0) rc = sql_emit_plan(q->sink, &text, err);
+    fr_buf_free(&text);
     return rc;
 }
 
@@ -568,7 +563,7 @@ static int plan_query(q_plan *q, fr_error *err)
 int sql_exec_query(fr_sql_session *s, const sql_stmt *st, const fr_sql_sink *sink,
                    fr_error *err)
 {
-    q_plan q = {.st = st, .sink = sink, .err = err};
+    q_plan q = {.st = st, .sink = sink};
     q.arena = fr_arena_new(16 << 10);
     if (!q.arena) return oom(err);
     q.sort_sink = (fr_sql_sink){.ctx = &q, .begin = sort_begin, .rows = sort_rows,
