@@ -28,6 +28,19 @@
  *   - || concatenates strings (STRING result) or bytes (BYTES result).
  *   - LIKE matches strings; % matches any run of characters, _ one UTF-8 character, every
  *     other byte itself.
+ *   - CASE and COALESCE give the common type of their results (THEN and ELSE; COALESCE's
+ *     arguments): integers widen to the widest, with a DECIMAL the result is DECIMAL with
+ *     the integer digits and the scale of both (at most 38 digits: a value that does not
+ *     fit is FR_ERANGE when chosen), with a FLOAT or DOUBLE it is DOUBLE (FLOAT when all
+ *     are FLOAT); strings give STRING unless all are the same type; bytes, booleans and
+ *     temporal values as comparisons take them (DATE with TIMESTAMP gives TIMESTAMP).
+ *     CASE conditions are BOOLEAN (NULL is not TRUE); the simple form compares its operand
+ *     with the WHEN values as IN compares with its list. A CASE without ELSE is NULL where
+ *     no WHEN is TRUE; COALESCE is nullable only when every argument is.
+ *   - NULLIF(x, y) has x's type and is nullable; x and y are compared as = compares.
+ *     ABS keeps DECIMAL and DOUBLE, turns integers into BIGINT (ABS of the smallest BIGINT
+ *     is FR_ERANGE) and FLOAT into DOUBLE. LOWER and UPPER map ASCII letters only and keep
+ *     the string type; CHAR_LENGTH counts UTF-8 characters as LIKE's _ does (INT).
  *   - A result type is nullable when any input is (IS [NOT] NULL is never null). */
 #ifndef FIRTH_EXPR_H
 #define FIRTH_EXPR_H
@@ -51,12 +64,29 @@ typedef enum fr_expr_kind {
                         the SQL planner with a column of the aggregated rows. It never
                         binds: fr_expr_bind refuses it wherever it is left (WHERE, GROUP BY,
                         inside another aggregate). */
+    FR_EX_CASE,     /* CASE [operand] WHEN w THEN t ... [ELSE x] END, all in args: with
+                       case_operand, args[0] is the operand of the simple form, compared with
+                       each w by =; without, each w is a BOOLEAN condition. Then the WHEN/THEN
+                       pairs, at least one (w at odd positions after the operand); with
+                       case_else, the last arg is the ELSE result. */
+    FR_EX_FUNC,     /* func(args[0..nargs)): a scalar function (FR_FN_*) */
 } fr_expr_kind;
 
 typedef enum fr_expr_agg {
     FR_AGGFN_NONE = 0,
     FR_AGGFN_COUNT, FR_AGGFN_SUM, FR_AGGFN_MIN, FR_AGGFN_MAX, FR_AGGFN_AVG,
 } fr_expr_agg;
+
+/* The scalar functions. Their names are not reserved words: a column may be called `lower`. */
+typedef enum fr_expr_func {
+    FR_FN_NONE = 0,
+    FR_FN_COALESCE,    /* COALESCE(x, ...): the first non-null argument */
+    FR_FN_NULLIF,      /* NULLIF(x, y): NULL when x = y, else x */
+    FR_FN_ABS,         /* ABS(n) */
+    FR_FN_LOWER,       /* LOWER(s), UPPER(s): ASCII letters only */
+    FR_FN_UPPER,
+    FR_FN_CHAR_LENGTH, /* CHAR_LENGTH(s), also spelled CHARACTER_LENGTH: UTF-8 characters */
+} fr_expr_func;
 
 typedef enum fr_expr_op {
     FR_OP_NONE = 0,
@@ -82,10 +112,14 @@ struct fr_expr {
     fr_type cast_type;   /* FR_EX_CAST */
     fr_expr_agg agg;     /* FR_EX_AGGREGATE: the function */
     bool distinct;       /* FR_EX_AGGREGATE: over the distinct values of args[0] */
+    fr_expr_func func;   /* FR_EX_FUNC: the function */
+    bool case_operand;   /* FR_EX_CASE: args[0] is the operand (CASE v WHEN ...) */
+    bool case_else;      /* FR_EX_CASE: the last arg is the ELSE result */
     fr_type type;        /* result type, set by binding */
-    fr_type operand_type; /* set by binding: comparisons, IN and BETWEEN compare in this type;
-                            arithmetic converts its operands to it (the result type for
-                            numbers, DATE for date arithmetic) */
+    fr_type operand_type; /* set by binding: comparisons, IN, BETWEEN, NULLIF and the simple
+                            CASE compare in this type; arithmetic and ABS convert their
+                            operands to it (the result type for numbers, DATE for date
+                            arithmetic) */
     int line, col;       /* position in the source text, for messages (1-based; 0 unknown) */
 };
 
@@ -96,6 +130,8 @@ fr_expr *fr_expr_node(fr_arena *a, fr_expr_kind kind, fr_expr_op op, int nargs, 
 /* Shorthands over fr_expr_node: a binary operator, and CAST(arg AS to). */
 fr_expr *fr_expr_binary(fr_arena *a, fr_expr_op op, fr_expr *left, fr_expr *right);
 fr_expr *fr_expr_cast(fr_arena *a, fr_expr *arg, fr_type to);
+/* func(args[0..nargs)); the caller checks the count (fr_expr_func_arity). */
+fr_expr *fr_expr_call(fr_arena *a, fr_expr_func func, int nargs, fr_expr **args);
 /* A copy of bound expression e (in arena a) whose column references are renumbered: column
  * c becomes map[c], for c in 0..ncols. NULL when a column is out of range or maps to -1,
  * when the tree is deeper than FR_EXPR_DEPTH_MAX, or when the arena is out of memory. For
@@ -118,7 +154,9 @@ int fr_expr_bind(fr_expr *e, const fr_schema *schema, fr_error *err);
  * division by zero, FR_ERANGE for arithmetic overflow or a result out of its type's range,
  * those of fr_value_cast for CAST, FR_ENOMEM. Such errors are raised only for rows whose
  * result depends on the failing part: in `b <> 0 AND a / b > 1` a row with b = 0 raises
- * nothing, as AND is FALSE there whatever its right side. Thread: any (e is only read). */
+ * nothing, as AND is FALSE there whatever its right side; in `CASE WHEN b <> 0 THEN a / b
+ * END` neither, as the THEN value is computed only where it is chosen (and a COALESCE
+ * argument only where those before it are NULL). Thread: any (e is only read). */
 int fr_expr_eval(const fr_expr *e, const fr_batch *b, fr_batch **out, fr_error *err);
 /* Evaluates a bound BOOLEAN expression as a filter: `keep` (caller-allocated bitmap of
  * (rows + 7) / 8 bytes) gets bit i set when the predicate is TRUE for row i (and clear
@@ -146,7 +184,8 @@ void fr_expr_columns(const fr_expr *e, uint8_t *used);
 
 /* Writes the expression as SQL text (for EXPLAIN-like messages and tests), appending to
  * out: every operator parenthesized, "(a + 1)", "(x IS NOT NULL)", "(s LIKE 'a''b%')",
- * "CAST(a AS BIGINT)"; strings quoted with '' doubled, column names that are not plain
+ * "CAST(a AS BIGINT)", "CASE WHEN (a > 1) THEN 'x' ELSE NULL END", "COALESCE(a, 0)";
+ * strings quoted with '' doubled, column names that are not plain
  * ([A-Za-z_][A-Za-z0-9_]*) or are reserved words (fr_expr_word_reserved) in backquotes,
  * a backquote in them doubled ("`select`", "`unit price`", "`a``b`"), DATE '2026-01-01',
  * TIME '10:00:00', TIMESTAMP '2026-01-01 10:00:00.123', X'0a1b' for bytes. The SQL
@@ -154,6 +193,15 @@ void fr_expr_columns(const fr_expr *e, uint8_t *used);
 int fr_expr_format(const fr_expr *e, fr_buf *out, fr_error *err);
 /* The SQL name of an aggregate function: "COUNT", "SUM", "MIN", "MAX", "AVG". */
 const char *fr_expr_agg_name(fr_expr_agg agg);
+/* The SQL name of a scalar function: "COALESCE", "NULLIF", "ABS", "LOWER", "UPPER",
+ * "CHAR_LENGTH". */
+const char *fr_expr_func_name(fr_expr_func func);
+/* The scalar function p[0..n) names, in any case (CHARACTER_LENGTH is CHAR_LENGTH), or
+ * FR_FN_NONE. */
+fr_expr_func fr_expr_func_lookup(const char *p, size_t n);
+/* Whether func takes nargs arguments; when not, msg gets what it needs, as in "COALESCE
+ * needs at least one argument" or "ABS needs 1 argument, not 2". */
+bool fr_expr_func_arity(fr_expr_func func, int nargs, char *msg, size_t cap);
 /* Whether p[0..n) is a word the SQL dialect reserves (any case): SELECT, FROM, AND, NULL,
  * ... A column of that name is written in backquotes. */
 bool fr_expr_word_reserved(const char *p, size_t n);

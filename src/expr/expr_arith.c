@@ -1,4 +1,4 @@
-/* expr_arith.c — arithmetic kernels: + - * / % and unary minus over whole vectors.
+/* expr_arith.c — arithmetic kernels: + - * / %, unary minus and ABS over whole vectors.
  *
  * Binding fixed the result type: BIGINT for integers (and INT days for DATE - DATE, DATE for
  * DATE +/- days), DOUBLE, or DECIMAL(p, s). Integer and decimal overflow and division by
@@ -46,7 +46,7 @@ static int ex_overflow(const fr_expr *e, const char *type, fr_error *err)
 {
     char where[64];
     return fr_fail(err, FR_ERANGE, "%s%s overflow in %s", ex_where(e, where, sizeof where),
-                   type, ex_op_text(e->op));
+                   type, ex_node_name(e));
 }
 
 static int ex_arith_i64(const fr_expr *e, const ex_vec *a, const ex_vec *b,
@@ -262,7 +262,9 @@ fail:
     return rc;
 }
 
-int ex_negate(const fr_expr *e, ex_vec *a, const uint64_t *mask, ex_vec *out, fr_error *err)
+/* -x, or with `absolute` |x| (only negative values are negated). */
+static int ex_sign(const fr_expr *e, ex_vec *a, bool absolute, const uint64_t *mask,
+                   ex_vec *out, fr_error *err)
 {
     int64_t n = a->n;
     if (a->is_const && a->null_count > 0) {
@@ -289,7 +291,9 @@ int ex_negate(const fr_expr *e, ex_vec *a, const uint64_t *mask, ex_vec *out, fr
         switch (out->phys) {
         case EX_P_I64: {
             int64_t x = a->is_const ? a->cval.v.i : a->i[r];
-            if (x == INT64_MIN) {
+            if (absolute && x >= 0) {
+                out->i[r] = x;
+            } else if (x == INT64_MIN) {
                 bad = bad || EX_ROW_VALID(out, r);
                 out->i[r] = 0;
             } else {
@@ -297,8 +301,17 @@ int ex_negate(const fr_expr *e, ex_vec *a, const uint64_t *mask, ex_vec *out, fr
             }
             break;
         }
-        case EX_P_F64: out->f[r] = -(a->is_const ? a->cval.v.f : a->f[r]); break;
-        case EX_P_I128: out->d[r] = -(a->is_const ? a->cval.v.d : a->d[r]); break;
+        case EX_P_F64: {
+            double x = a->is_const ? a->cval.v.f : a->f[r];
+            out->f[r] = absolute ? fabs(x) : -x;
+            break;
+        }
+        case EX_P_I128: {
+            /* Decimals hold at most 38 digits: negating one cannot overflow. */
+            fr_i128 x = a->is_const ? a->cval.v.d : a->d[r];
+            out->d[r] = absolute && x >= 0 ? x : -x;
+            break;
+        }
         default: assert(!"negation of an unexpected type");
         }
     }
@@ -308,4 +321,14 @@ int ex_negate(const fr_expr *e, ex_vec *a, const uint64_t *mask, ex_vec *out, fr
     }
     ex_arith_finish(e, rows, n, out);
     return 0;
+}
+
+int ex_negate(const fr_expr *e, ex_vec *a, const uint64_t *mask, ex_vec *out, fr_error *err)
+{
+    return ex_sign(e, a, false, mask, out, err);
+}
+
+int ex_abs(const fr_expr *e, ex_vec *a, const uint64_t *mask, ex_vec *out, fr_error *err)
+{
+    return ex_sign(e, a, true, mask, out, err);
 }

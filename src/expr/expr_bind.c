@@ -139,14 +139,16 @@ static int ex_compare_with(const fr_expr *e, fr_expr *first, fr_expr *x, fr_type
     return 0;
 }
 
-/* Comparisons, IN and BETWEEN: all operands compared in one type. */
-static int ex_bind_compare(fr_expr *e, int first_arg, fr_error *err)
+/* The type args[0] and args[from], args[from + step], ... (before `to`) are compared in;
+ * NULL literals among them take it. *nullable tells whether any of them is nullable. */
+static int ex_compare_operands(fr_expr *e, int from, int step, int to, fr_type *out,
+                               bool *nullable, fr_error *err)
 {
     fr_expr *first = e->args[0];
     fr_type ot = fr_type_of(FR_T_BOOLEAN);
-    bool have = false, nullable = false;
+    bool have = false;
     /* Parse string literals against the first operand before typing anything. */
-    for (int i = 1; i < e->nargs; i++) FR_TRY(ex_temporal_literals(first, e->args[i], err));
+    for (int i = from; i < to; i += step) FR_TRY(ex_temporal_literals(first, e->args[i], err));
     FR_TRY(ex_compare_with(e, first, first, &ot, &have, err));
     if (have) {
         /* A lone operand still needs its canonical compare type (e.g. INT -> BIGINT). */
@@ -155,13 +157,23 @@ static int ex_bind_compare(fr_expr *e, int first_arg, fr_error *err)
             return ex_type_error(e, err, "cannot compare", &ot, "with", &ot);
         ot = t;
     }
-    for (int i = first_arg; i < e->nargs; i++)
+    for (int i = from; i < to; i += step)
         FR_TRY(ex_compare_with(e, first, e->args[i], &ot, &have, err));
-    for (int i = 0; i < e->nargs; i++) {
+    ex_adopt(first, &ot);
+    *nullable = first->type.nullable;
+    for (int i = from; i < to; i += step) {
         ex_adopt(e->args[i], &ot);
-        nullable = nullable || e->args[i]->type.nullable;
+        *nullable = *nullable || e->args[i]->type.nullable;
     }
-    e->operand_type = ex_with_null(ot, true);
+    *out = ex_with_null(ot, true);
+    return 0;
+}
+
+/* Comparisons, IN and BETWEEN: all operands compared in one type. */
+static int ex_bind_compare(fr_expr *e, fr_error *err)
+{
+    bool nullable;
+    FR_TRY(ex_compare_operands(e, 1, 1, e->nargs, &e->operand_type, &nullable, err));
     e->type = ex_with_null(fr_type_of(FR_T_BOOLEAN), nullable);
     return 0;
 }
@@ -262,8 +274,7 @@ static int ex_need(const fr_expr *e, fr_expr *arg, bool ok, const char *what, fr
     if (ok) return 0;
     char where[64], tn[64];
     return fr_fail(err, FR_ETYPE, "%s%s needs %s, not %s", ex_where(e, where, sizeof where),
-                   e->kind == FR_EX_LIKE ? "LIKE" : ex_op_text(e->op), what,
-                   ex_type_name(&arg->type, tn, sizeof tn));
+                   ex_node_name(e), what, ex_type_name(&arg->type, tn, sizeof tn));
 }
 
 static int ex_bind_unary(fr_expr *e, fr_error *err)
@@ -301,7 +312,7 @@ static int ex_bind_binary(fr_expr *e, fr_error *err)
         e->type = ex_with_null(bt, l->type.nullable || r->type.nullable);
         return 0;
     }
-    if (ex_op_is_compare(e->op)) return ex_bind_compare(e, 1, err);
+    if (ex_op_is_compare(e->op)) return ex_bind_compare(e, err);
     if (ex_op_is_arith(e->op)) return ex_bind_arith(e, err);
     FR_CHECK(e->op == FR_OP_CONCAT, FR_EINVAL, err, "malformed expression: binary operator %d",
              (int)e->op);
@@ -355,6 +366,145 @@ static int ex_bind_cast(fr_expr *e, fr_error *err)
     return 0;
 }
 
+/* ---- CASE and functions ---------------------------------------------------------------- */
+
+/* The type values of types a and b both convert to when an expression gives either (CASE's
+ * results, COALESCE's arguments); false when there is none. Unlike a comparison type it
+ * must hold every value of both exactly, so integers widen only to the wider integer and
+ * decimals keep the integer digits and the scale of both (capped at 38 digits: a value too
+ * large for the cap fails when it is chosen). */
+static bool ex_common_type(const fr_type *a, const fr_type *b, fr_type *out)
+{
+    fr_type_id x = a->id, y = b->id;
+    if (fr_type_equal(a, b)) {
+        *out = *a;
+        return true;
+    }
+    if (!fr_type_is_numeric(x) || !fr_type_is_numeric(y)) return ex_compare_type(a, b, out);
+    if (x == FR_T_FLOAT || x == FR_T_DOUBLE || y == FR_T_FLOAT || y == FR_T_DOUBLE) {
+        *out = fr_type_of(FR_T_DOUBLE);
+    } else if (x == FR_T_DECIMAL || y == FR_T_DECIMAL) {
+        fr_type da = ex_decimal_operand(a), db = ex_decimal_operand(b);
+        int s = da.scale > db.scale ? da.scale : db.scale;
+        int ia = da.precision - da.scale, ib = db.precision - db.scale;
+        int p = (ia > ib ? ia : ib) + s;
+        *out = fr_type_decimal(p < FR_DECIMAL_PRECISION_MAX ? p : FR_DECIMAL_PRECISION_MAX, s);
+    } else {
+        *out = fr_type_of(fr_type_width(a) >= fr_type_width(b) ? x : y);
+    }
+    return true;
+}
+
+/* Whether args[i] gives the result: CASE's THEN and ELSE values, every COALESCE argument. */
+static bool ex_is_result(const fr_expr *e, int i)
+{
+    if (e->kind != FR_EX_CASE) return true;
+    int first = e->case_operand ? 1 : 0;
+    if (e->case_else && i == e->nargs - 1) return true;
+    return i > first && (i - first) % 2 == 1;
+}
+
+/* Types e with the common type of its results; NULL literals among them take it (all NULL:
+ * the first one's). *nullable tells whether any result is nullable, *all_nullable whether
+ * every one is. */
+static int ex_bind_results(fr_expr *e, bool *nullable, bool *all_nullable, fr_error *err)
+{
+    fr_type t = fr_type_of(FR_T_BOOLEAN);
+    bool have = false;
+    for (int i = 0; i < e->nargs; i++) {
+        fr_expr *x = e->args[i];
+        if (!ex_is_result(e, i) || ex_is_null_lit(x)) continue;
+        if (!have) {
+            t = x->type;
+            have = true;
+        } else if (!ex_common_type(&t, &x->type, &t)) {
+            char where[64], ta[64], tb[64];
+            return fr_fail(err, FR_ETYPE, "%s%s %s have incompatible types %s and %s (CAST one "
+                           "of them)", ex_where(x, where, sizeof where), ex_node_name(e),
+                           e->kind == FR_EX_CASE ? "results" : "arguments",
+                           ex_type_name(&t, ta, sizeof ta),
+                           ex_type_name(&x->type, tb, sizeof tb));
+        }
+    }
+    *nullable = false;
+    *all_nullable = true;
+    for (int i = 0; i < e->nargs; i++) {
+        fr_expr *x = e->args[i];
+        if (!ex_is_result(e, i)) continue;
+        if (!have) {
+            t = x->type;
+            have = true;
+        }
+        ex_adopt(x, &t);
+        *nullable = *nullable || x->type.nullable;
+        *all_nullable = *all_nullable && x->type.nullable;
+    }
+    e->type = ex_with_null(t, *nullable);
+    return 0;
+}
+
+static int ex_bind_case(fr_expr *e, fr_error *err)
+{
+    int first = e->case_operand ? 1 : 0, end = e->nargs - (e->case_else ? 1 : 0);
+    if (e->case_operand) {
+        /* CASE v WHEN a ...: v and every a compared in one type, as IN compares. */
+        bool ignored;
+        FR_TRY(ex_compare_operands(e, 1, 2, end, &e->operand_type, &ignored, err));
+    } else {
+        fr_type bt = fr_type_of(FR_T_BOOLEAN);
+        for (int i = first; i < end; i += 2) {
+            fr_expr *w = e->args[i];
+            ex_adopt(w, &bt);
+            if (w->type.id != FR_T_BOOLEAN) {
+                char where[64], tn[64];
+                return fr_fail(err, FR_ETYPE, "%sWHEN needs a BOOLEAN condition, not %s",
+                               ex_where(w, where, sizeof where),
+                               ex_type_name(&w->type, tn, sizeof tn));
+            }
+        }
+    }
+    bool nullable, all_nullable;
+    FR_TRY(ex_bind_results(e, &nullable, &all_nullable, err));
+    e->type.nullable = nullable || !e->case_else;
+    return 0;
+}
+
+static int ex_bind_func(fr_expr *e, fr_error *err)
+{
+    fr_expr *x = e->args[0];
+    fr_type st = fr_type_of(FR_T_STRING), bigint = fr_type_of(FR_T_BIGINT);
+    bool nullable, all_nullable;
+    switch (e->func) {
+    case FR_FN_COALESCE:
+        FR_TRY(ex_bind_results(e, &nullable, &all_nullable, err));
+        e->type.nullable = all_nullable;
+        return 0;
+    case FR_FN_NULLIF:
+        FR_TRY(ex_compare_operands(e, 1, 1, 2, &e->operand_type, &nullable, err));
+        e->type = ex_with_null(x->type, true);
+        return 0;
+    case FR_FN_ABS: /* typed as unary minus */
+        ex_adopt(x, &bigint);
+        FR_TRY(ex_need(e, x, fr_type_is_numeric(x->type.id), "a number", err));
+        e->type = x->type;
+        if (fr_type_is_integer(x->type.id)) e->type = bigint;
+        else if (x->type.id == FR_T_FLOAT) e->type = fr_type_of(FR_T_DOUBLE);
+        e->type.nullable = x->type.nullable;
+        e->operand_type = e->type;
+        return 0;
+    case FR_FN_LOWER:
+    case FR_FN_UPPER:
+    case FR_FN_CHAR_LENGTH:
+        ex_adopt(x, &st);
+        FR_TRY(ex_need(e, x, fr_type_is_string(x->type.id), "a string", err));
+        e->type = e->func == FR_FN_CHAR_LENGTH ? fr_type_of(FR_T_INT) : x->type;
+        e->type.nullable = x->type.nullable;
+        return 0;
+    case FR_FN_NONE: break;
+    }
+    return fr_fail(err, FR_EINVAL, "malformed expression: scalar function %d", (int)e->func);
+}
+
 static int ex_check_shape(const fr_expr *e, fr_error *err)
 {
     int need_min = 0, need_max = 0;
@@ -368,6 +518,20 @@ static int ex_check_shape(const fr_expr *e, fr_error *err)
     case FR_EX_LIKE: need_min = need_max = 2; break;
     case FR_EX_BETWEEN: need_min = need_max = 3; break;
     case FR_EX_IN: need_min = 2; need_max = INT32_MAX; break;
+    case FR_EX_CASE: {
+        int pairs = e->nargs - (e->case_operand ? 1 : 0) - (e->case_else ? 1 : 0);
+        FR_CHECK(pairs >= 2 && pairs % 2 == 0, FR_EINVAL, err,
+                 "malformed expression: CASE with %d operands", e->nargs);
+        need_max = INT32_MAX;
+        break;
+    }
+    case FR_EX_FUNC: {
+        char where[64], msg[128];
+        if (!fr_expr_func_arity(e->func, e->nargs, msg, sizeof msg))
+            return fr_fail(err, FR_EINVAL, "%s%s", ex_where(e, where, sizeof where), msg);
+        need_max = INT32_MAX;
+        break;
+    }
     case FR_EX_AGGREGATE: {
         char where[64];
         return fr_fail(err, FR_ESYNTAX, "%saggregate function %s is not allowed here (only in "
@@ -419,7 +583,7 @@ static int ex_bind(fr_expr *e, const fr_schema *s, int depth, fr_error *err)
         e->type = ex_with_null(fr_type_of(FR_T_BOOLEAN), false);
         return 0;
     case FR_EX_IN:
-    case FR_EX_BETWEEN: return ex_bind_compare(e, 1, err);
+    case FR_EX_BETWEEN: return ex_bind_compare(e, err);
     case FR_EX_LIKE: {
         fr_type st = fr_type_of(FR_T_STRING);
         fr_expr *x = e->args[0], *p = e->args[1];
@@ -431,6 +595,8 @@ static int ex_bind(fr_expr *e, const fr_schema *s, int depth, fr_error *err)
         return 0;
     }
     case FR_EX_CAST: return ex_bind_cast(e, err);
+    case FR_EX_CASE: return ex_bind_case(e, err);
+    case FR_EX_FUNC: return ex_bind_func(e, err);
     case FR_EX_AGGREGATE: break; /* refused by ex_check_shape */
     }
     return fr_fail(err, FR_EINVAL, "malformed expression: node kind %d", (int)e->kind);

@@ -74,6 +74,63 @@ fr_expr *fr_expr_cast(fr_arena *a, fr_expr *arg, fr_type to)
     return e;
 }
 
+fr_expr *fr_expr_call(fr_arena *a, fr_expr_func func, int nargs, fr_expr **args)
+{
+    for (int i = 0; i < nargs; i++)
+        if (!args[i]) return NULL;
+    fr_expr *e = fr_expr_node(a, FR_EX_FUNC, FR_OP_NONE, nargs, args);
+    if (e) e->func = func;
+    return e;
+}
+
+/* ---- scalar functions ------------------------------------------------------------------ */
+
+static const struct {
+    fr_expr_func func;
+    const char *name;
+    int min, max; /* arguments */
+} ex_funcs[] = {
+    {FR_FN_COALESCE, "COALESCE", 1, INT32_MAX}, {FR_FN_NULLIF, "NULLIF", 2, 2},
+    {FR_FN_ABS, "ABS", 1, 1},                   {FR_FN_LOWER, "LOWER", 1, 1},
+    {FR_FN_UPPER, "UPPER", 1, 1},               {FR_FN_CHAR_LENGTH, "CHAR_LENGTH", 1, 1},
+};
+#define EX_NFUNCS (sizeof ex_funcs / sizeof ex_funcs[0])
+
+const char *fr_expr_func_name(fr_expr_func func)
+{
+    for (size_t i = 0; i < EX_NFUNCS; i++)
+        if (ex_funcs[i].func == func) return ex_funcs[i].name;
+    return "?";
+}
+
+fr_expr_func fr_expr_func_lookup(const char *p, size_t n)
+{
+    if (n == strlen("CHARACTER_LENGTH") && strncasecmp(p, "CHARACTER_LENGTH", n) == 0)
+        return FR_FN_CHAR_LENGTH;
+    for (size_t i = 0; i < EX_NFUNCS; i++) {
+        const char *w = ex_funcs[i].name;
+        if (strlen(w) == n && strncasecmp(w, p, n) == 0) return ex_funcs[i].func;
+    }
+    return FR_FN_NONE;
+}
+
+bool fr_expr_func_arity(fr_expr_func func, int nargs, char *msg, size_t cap)
+{
+    for (size_t i = 0; i < EX_NFUNCS; i++) {
+        if (ex_funcs[i].func != func) continue;
+        int min = ex_funcs[i].min, max = ex_funcs[i].max;
+        if (nargs >= min && nargs <= max) return true;
+        if (max == INT32_MAX)
+            snprintf(msg, cap, "%s needs at least one argument", ex_funcs[i].name);
+        else
+            snprintf(msg, cap, "%s needs %d argument%s, not %d", ex_funcs[i].name, min,
+                     min == 1 ? "" : "s", nargs);
+        return false;
+    }
+    snprintf(msg, cap, "unknown scalar function %d", (int)func);
+    return false;
+}
+
 /* ---- columns --------------------------------------------------------------------------- */
 
 static void ex_columns(const fr_expr *e, uint8_t *used, int depth)
@@ -211,6 +268,28 @@ static int ex_format_list(const fr_expr *e, int from, fr_buf *out, int depth, fr
     return 0;
 }
 
+/* CASE [operand] WHEN w THEN t ... [ELSE x] END: self-delimiting, so not parenthesized. */
+static int ex_format_case(const fr_expr *e, fr_buf *out, int depth, fr_error *err)
+{
+    int first = e->case_operand ? 1 : 0, end = e->nargs - (e->case_else ? 1 : 0);
+    FR_TRY(fr_buf_printf(out, err, "CASE"));
+    if (e->case_operand) {
+        FR_TRY(fr_buf_printf(out, err, " "));
+        FR_TRY(ex_format(e->args[0], out, depth + 1, err));
+    }
+    for (int i = first; i + 1 < end; i += 2) {
+        FR_TRY(fr_buf_printf(out, err, " WHEN "));
+        FR_TRY(ex_format(e->args[i], out, depth + 1, err));
+        FR_TRY(fr_buf_printf(out, err, " THEN "));
+        FR_TRY(ex_format(e->args[i + 1], out, depth + 1, err));
+    }
+    if (e->case_else) {
+        FR_TRY(fr_buf_printf(out, err, " ELSE "));
+        FR_TRY(ex_format(e->args[e->nargs - 1], out, depth + 1, err));
+    }
+    return fr_buf_printf(out, err, " END");
+}
+
 static int ex_format(const fr_expr *e, fr_buf *out, int depth, fr_error *err)
 {
     FR_CHECK(depth <= FR_EXPR_DEPTH_MAX, FR_ELIMIT, err,
@@ -266,6 +345,11 @@ static int ex_format(const fr_expr *e, fr_buf *out, int depth, fr_error *err)
                              e->distinct ? "DISTINCT " : ""));
         if (e->nargs == 0) FR_TRY(fr_buf_printf(out, err, "*"));
         else FR_TRY(ex_format(e->args[0], out, depth + 1, err));
+        return fr_buf_printf(out, err, ")");
+    case FR_EX_CASE: return ex_format_case(e, out, depth, err);
+    case FR_EX_FUNC:
+        FR_TRY(fr_buf_printf(out, err, "%s(", fr_expr_func_name(e->func)));
+        FR_TRY(ex_format_list(e, 0, out, depth, err));
         return fr_buf_printf(out, err, ")");
     }
     return fr_fail(err, FR_EINVAL, "cannot format an expression node of kind %d", (int)e->kind);

@@ -1,6 +1,6 @@
 /* expr_eval.c — evaluation of bound expressions over batches: the dispatcher, Kleene logic
  * on bitmaps, IS NULL, IN, BETWEEN, LIKE, CAST and ||, plus fr_expr_eval and
- * fr_expr_filter.
+ * fr_expr_filter. CASE and the scalar functions are in expr_func.c.
  *
  * Every node turns into one vector of the node's type. Literals stay constants, so
  * `col op literal` never materializes the literal; comparisons of a fixed-width column with
@@ -32,10 +32,19 @@ static int ex_column_of(const fr_expr *e, const fr_batch *b, const fr_column **o
     return 0;
 }
 
-static uint64_t *ex_words_new(int64_t n, fr_error *err)
+uint64_t *ex_words_new(int64_t n, fr_error *err)
 {
     uint64_t *w = fr_calloc((size_t)EX_WORDS(n) + 1, 8);
     if (!w) fr_fail(err, FR_ENOMEM, "out of memory for a bitmap of %lld rows", (long long)n);
+    return w;
+}
+
+uint64_t *ex_words_of_mask(const uint64_t *mask, int64_t n, fr_error *err)
+{
+    uint64_t *w = ex_words_new(n, err);
+    if (!w) return NULL;
+    for (int64_t k = 0; k < EX_WORDS(n); k++) w[k] = mask ? mask[k] : EX_ALL;
+    if (n & 63) w[(n - 1) >> 6] &= ((uint64_t)1 << (n & 63)) - 1;
     return w;
 }
 
@@ -44,18 +53,6 @@ static uint64_t *ex_words_from_arrow(const uint8_t *bits, int64_t n, fr_error *e
     uint64_t *w = ex_words_new(n, err);
     if (w && n > 0) memcpy(w, bits, (size_t)(n + 7) / 8);
     return w;
-}
-
-static inline uint64_t ex_word_val(const ex_vec *v, int64_t w)
-{
-    if (v->is_const) return v->cval.v.b ? EX_ALL : 0;
-    return v->bits[w];
-}
-
-static inline uint64_t ex_word_valid(const ex_vec *v, int64_t w)
-{
-    if (v->is_const) return v->null_count ? 0 : EX_ALL;
-    return v->valid ? v->valid[w] : EX_ALL;
 }
 
 static void ex_const_bool(ex_vec *out, int64_t n, bool is_null, bool b)
@@ -631,6 +628,8 @@ int ex_eval(const fr_expr *e, const fr_batch *b, const uint64_t *mask, ex_vec *o
     case FR_EX_BETWEEN: return ex_eval_between(e, b, mask, out, err);
     case FR_EX_LIKE: return ex_eval_like(e, b, mask, out, err);
     case FR_EX_CAST: return ex_eval_cast(e, b, mask, out, err);
+    case FR_EX_CASE: return ex_eval_case(e, b, mask, out, err);
+    case FR_EX_FUNC: return ex_eval_func(e, b, mask, out, err);
     case FR_EX_AGGREGATE: break; /* never bound */
     }
     return fr_fail(err, FR_EINVAL, "cannot evaluate an expression node of kind %d, op %d",

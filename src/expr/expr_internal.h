@@ -78,6 +78,8 @@ fr_expr_op ex_op_flip(fr_expr_op op);
 bool ex_op_is_compare(fr_expr_op op);
 bool ex_op_is_arith(fr_expr_op op);
 const char *ex_op_text(fr_expr_op op);
+/* What messages call a node: its operator ("+"), "LIKE", "CASE" or the function's name. */
+const char *ex_node_name(const fr_expr *e);
 
 /* Checked decimal helpers (FR_ERANGE on overflow). */
 int ex_i128_mul(fr_i128 a, fr_i128 b, fr_i128 *out);       /* 0, or -1 on overflow */
@@ -86,6 +88,9 @@ int ex_i128_rescale(fr_i128 v, int from, int to, fr_i128 *out); /* rounds when t
 
 /* UTF-8 aware LIKE with % and _. */
 bool ex_like_match(const uint8_t *s, size_t n, const uint8_t *p, size_t m);
+/* Bytes in the UTF-8 character starting at s[i] of s[0..n): what LIKE's _ takes (a stray
+ * byte counts as one character). */
+size_t ex_utf8_len(const uint8_t *s, size_t i, size_t n);
 
 /* ---- vectors (expr_vec.c) -------------------------------------------------------------- */
 
@@ -93,6 +98,9 @@ void ex_vec_init(ex_vec *v);
 void ex_vec_free(ex_vec *v);
 /* Moves src into dst (dst's old buffers are freed); src becomes empty. */
 void ex_vec_move(ex_vec *dst, ex_vec *src);
+/* A view of src that may be converted (ex_vec_coerce) without changing src: its bitmaps are
+ * copies, its values and strings borrowed from src, so it must be freed before src. */
+int ex_vec_view(ex_vec *out, const ex_vec *src, fr_error *err);
 /* A constant vector of n rows; v must be null or in the representation of type. */
 void ex_vec_const(ex_vec *out, const fr_value *v, const fr_type *type, int64_t n);
 /* A view of a batch column (copies validity and booleans into word bitmaps and widens
@@ -120,6 +128,22 @@ static inline bool ex_vec_is_null(const ex_vec *v, int64_t r)
 }
 static inline void ex_bit_set(uint64_t *w, int64_t r) { w[r >> 6] |= (uint64_t)1 << (r & 63); }
 static inline bool ex_bit_get(const uint64_t *w, int64_t r) { return (w[r >> 6] >> (r & 63)) & 1; }
+/* Word w (rows 64w..64w+63) of a BOOLEAN vector's values, and of any vector's validity;
+ * constants give all ones or all zeros. */
+static inline uint64_t ex_word_val(const ex_vec *v, int64_t w)
+{
+    if (v->is_const) return v->cval.v.b ? ~(uint64_t)0 : 0;
+    return v->bits[w];
+}
+static inline uint64_t ex_word_valid(const ex_vec *v, int64_t w)
+{
+    if (v->is_const) return v->null_count ? 0 : ~(uint64_t)0;
+    return v->valid ? v->valid[w] : ~(uint64_t)0;
+}
+/* A zeroed word bitmap for n rows (one spare word); NULL with err set when out of memory. */
+uint64_t *ex_words_new(int64_t n, fr_error *err);
+/* A copy of mask (NULL: every row) for n rows, with the bits past n clear. */
+uint64_t *ex_words_of_mask(const uint64_t *mask, int64_t n, fr_error *err);
 /* Hands the vector's rows to a new one-column batch (type `type`, column `name`). */
 int ex_vec_to_batch(ex_vec *v, const fr_type *type, const char *name, fr_batch **out,
                     fr_error *err);
@@ -165,6 +189,15 @@ static inline bool ex_row_matters(const ex_vec *out, const uint64_t *mask, int64
 int ex_arith(const fr_expr *e, ex_vec *a, ex_vec *b, const uint64_t *mask, ex_vec *out,
              fr_error *err);
 int ex_negate(const fr_expr *e, ex_vec *a, const uint64_t *mask, ex_vec *out, fr_error *err);
+/* ABS (e is the FR_FN_ABS call): like ex_negate, on the negative values only. */
+int ex_abs(const fr_expr *e, ex_vec *a, const uint64_t *mask, ex_vec *out, fr_error *err);
+
+/* expr_func.c: CASE and the scalar functions (e is bound, of kind FR_EX_CASE or
+ * FR_EX_FUNC). */
+int ex_eval_case(const fr_expr *e, const fr_batch *b, const uint64_t *mask, ex_vec *out,
+                 fr_error *err);
+int ex_eval_func(const fr_expr *e, const fr_batch *b, const uint64_t *mask, ex_vec *out,
+                 fr_error *err);
 
 /* expr_eval.c */
 int ex_eval(const fr_expr *e, const fr_batch *b, const uint64_t *mask, ex_vec *out,

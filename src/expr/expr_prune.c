@@ -225,6 +225,9 @@ static ex_maybe ex_prune(ex_prune_ctx *cx, const fr_expr *e, int depth)
     case FR_EX_IN:
     case FR_EX_BETWEEN: return ex_prune_list(cx, e);
     case FR_EX_LIKE: return ex_prune_like(cx, e);
+    case FR_EX_CASE:
+    case FR_EX_FUNC: /* not looked into: their values are not bounded by min and max */
+        return ex_unknown;
     default: return ex_unknown;
     }
 }

@@ -77,6 +77,16 @@ const char *ex_op_text(fr_expr_op op)
     return text[op];
 }
 
+const char *ex_node_name(const fr_expr *e)
+{
+    switch (e->kind) {
+    case FR_EX_LIKE: return "LIKE";
+    case FR_EX_CASE: return "CASE";
+    case FR_EX_FUNC: return fr_expr_func_name(e->func);
+    default: return ex_op_text(e->op);
+    }
+}
+
 /* ---- 128-bit decimals ------------------------------------------------------------------ */
 
 int ex_i128_mul(fr_i128 a, fr_i128 b, fr_i128 *out)
@@ -211,8 +221,7 @@ int ex_value_cmp(const fr_value *a, const fr_value *b)
 
 /* ---- LIKE ------------------------------------------------------------------------------ */
 
-/* Bytes in the UTF-8 character starting at s[i] (a stray byte counts as one). */
-static size_t ex_utf8_len(const uint8_t *s, size_t i, size_t n)
+size_t ex_utf8_len(const uint8_t *s, size_t i, size_t n)
 {
     uint8_t c = s[i];
     size_t len = c < 0xC0 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF8 ? 4 : 1;

@@ -40,6 +40,23 @@ void ex_vec_move(ex_vec *dst, ex_vec *src)
     ex_vec_init(src);
 }
 
+static uint64_t *ex_copy_words(const uint64_t *w, int64_t n, fr_error *err);
+
+int ex_vec_view(ex_vec *out, const ex_vec *src, fr_error *err)
+{
+    *out = *src;
+    out->own_vals = false;
+    out->own_str = false;
+    out->valid = NULL;
+    out->bits = NULL;
+    if (src->valid && !(out->valid = ex_copy_words(src->valid, src->n, err))) return FR_ENOMEM;
+    if (src->bits && !(out->bits = ex_copy_words(src->bits, src->n, err))) {
+        ex_vec_free(out);
+        return FR_ENOMEM;
+    }
+    return 0;
+}
+
 void ex_vec_const(ex_vec *out, const fr_value *v, const fr_type *type, int64_t n)
 {
     ex_vec_init(out);
@@ -65,6 +82,13 @@ static void *ex_alloc_array(int64_t n, size_t width, fr_error *err)
     void *p = fr_calloc(n > 0 ? (size_t)n : 1, width);
     if (!p) fr_fail(err, FR_ENOMEM, "out of memory for %lld values", (long long)n);
     return p;
+}
+
+static uint64_t *ex_copy_words(const uint64_t *w, int64_t n, fr_error *err)
+{
+    uint64_t *c = ex_alloc_words(n, err);
+    if (c && n > 0) memcpy(c, w, (size_t)EX_WORDS(n) * 8);
+    return c;
 }
 
 /* Copies an Arrow bitmap of n bits into a fresh word bitmap with the tail cleared. */

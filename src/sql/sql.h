@@ -12,7 +12,8 @@
  * DESCRIBE|DESC t; USE d; INSERT INTO t [(cols)] VALUES (...), ... or SELECT ... (an
  * upsert, partial when the columns leave some out, into a primary-key table); [EXPLAIN] SELECT [DISTINCT] items
  * [FROM t [WHERE e]] [GROUP BY e, ...] [HAVING e] [ORDER BY e [ASC|DESC] [NULLS
- * FIRST|LAST], ...] [LIMIT n] (items may hold COUNT, SUM, MIN, MAX and AVG; t may be
+ * FIRST|LAST], ...] [LIMIT n] (items may hold COUNT, SUM, MIN, MAX and AVG; expressions
+ * may use CASE, COALESCE, NULLIF, ABS, LOWER, UPPER and CHAR_LENGTH; t may be
  * t$changelog, t$lake or t$lake_snapshots; a lake-enabled table is read by a union read of
  * its lake and its log); [EXPLAIN] UPDATE t SET c = e, ...
  * [WHERE e] and [EXPLAIN] DELETE FROM t [WHERE e] on primary-key tables; CALL

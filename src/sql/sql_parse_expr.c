@@ -11,7 +11,12 @@
  *   add     := mul ((+ | -) mul)*
  *   mul     := unary ((* | / | %) unary)*
  *   unary   := (- | +) unary | primary
- *   primary := literal | name | ( expr ) | CAST ( expr AS type )
+ *   primary := literal | name | ( expr ) | CAST ( expr AS type ) | case
+ *            | agg ( [DISTINCT] expr | * ) | func ( [expr, ...] )
+ *   case    := CASE [expr] WHEN expr THEN expr (WHEN expr THEN expr)* [ELSE expr] END
+ *
+ * Function names (the aggregates' and fr_expr_func_lookup's) are not reserved: a word is a
+ * function only when '(' follows it.
  *
  * Invariants: no tree is deeper than FR_EXPR_DEPTH_MAX (each node's depth is checked as it
  * is built) and the recursion of the parser itself is bounded by the same limit, so that
@@ -597,6 +602,94 @@ static int enter(sql_parser *P)
     return 0;
 }
 
+/* A growing list of operands in the arena, with the depth of the deepest. */
+typedef struct p_list {
+    fr_expr **args;
+    int n, cap, depth;
+} p_list;
+
+static int list_push(sql_parser *P, p_list *l, fr_expr *e, int d)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 8;
+        fr_expr **bigger = sql_p_alloc(P, sizeof *bigger * (size_t)cap);
+        if (!bigger) return P->rc;
+        if (l->n) memcpy(bigger, l->args, sizeof *bigger * (size_t)l->n);
+        l->args = bigger;
+        l->cap = cap;
+    }
+    l->args[l->n++] = e;
+    if (d > l->depth) l->depth = d;
+    return 0;
+}
+
+/* Parses one expression onto the list. */
+static int list_expr(sql_parser *P, p_list *l)
+{
+    fr_expr *e;
+    int d;
+    FR_TRY(p_expr_d(P, &e, &d));
+    return list_push(P, l, e, d);
+}
+
+/* A node of kind holding the list's operands, one level above the deepest. */
+static int list_node(sql_parser *P, fr_expr_kind kind, sql_pos pos, const p_list *l,
+                     fr_expr **out, int *d)
+{
+    fr_expr *e = new_node(P, kind, FR_OP_NONE, 0, pos);
+    if (!e) return P->rc;
+    e->nargs = l->n;
+    e->args = l->args;
+    *out = e;
+    *d = l->depth + 1;
+    return check_depth(P, *d, pos);
+}
+
+/* CASE [operand] WHEN w THEN t ... [ELSE x] END; CASE is behind. */
+static int p_case(sql_parser *P, sql_pos pos, fr_expr **out, int *d)
+{
+    p_list l = {0};
+    bool simple = !sql_tok_is(&P->cur, "WHEN");
+    if (simple && (sql_tok_is(&P->cur, "END") || sql_tok_is(&P->cur, "ELSE")))
+        return sql_p_expected(P, "WHEN after CASE");
+    if (simple) FR_TRY(list_expr(P, &l));
+    if (!sql_tok_is(&P->cur, "WHEN")) return sql_p_expected(P, "WHEN");
+    while (sql_p_accept(P, "WHEN")) {
+        FR_TRY(list_expr(P, &l));
+        FR_TRY(sql_p_expect(P, "THEN"));
+        FR_TRY(list_expr(P, &l));
+    }
+    bool has_else = sql_p_accept(P, "ELSE");
+    if (has_else) FR_TRY(list_expr(P, &l));
+    if (!sql_p_accept(P, "END"))
+        return sql_p_expected(P, has_else ? "END to close CASE" : "WHEN, ELSE or END");
+    FR_TRY(list_node(P, FR_EX_CASE, pos, &l, out, d));
+    (*out)->case_operand = simple;
+    (*out)->case_else = has_else;
+    return 0;
+}
+
+/* func(args): the '(' is current. The argument count is checked here, the types when
+ * binding. */
+static int p_function(sql_parser *P, fr_expr_func func, sql_pos pos, fr_expr **out, int *d)
+{
+    sql_p_advance(P);
+    p_list l = {0};
+    if (P->cur.kind != SQL_T_RPAREN) {
+        do {
+            FR_TRY(list_expr(P, &l));
+        } while (sql_p_accept_tok(P, SQL_T_COMMA));
+    }
+    char what[64], msg[128];
+    snprintf(what, sizeof what, "',' or ')' after an argument of %s", fr_expr_func_name(func));
+    FR_TRY(sql_p_expect_tok(P, SQL_T_RPAREN, what));
+    if (!fr_expr_func_arity(func, l.n, msg, sizeof msg))
+        return sql_p_fail(P, FR_ESYNTAX, pos, "%s", msg);
+    FR_TRY(list_node(P, FR_EX_FUNC, pos, &l, out, d));
+    (*out)->func = func;
+    return 0;
+}
+
 static int p_cast(sql_parser *P, sql_pos pos, fr_expr **out, int *d)
 {
     FR_TRY(sql_p_expect_tok(P, SQL_T_LPAREN, "'(' after CAST"));
@@ -652,8 +745,8 @@ static fr_expr_agg agg_of(const sql_token *t)
     return FR_AGGFN_NONE;
 }
 
-/* A word in expression position: TRUE, FALSE, NULL, CAST(...), a typed literal
- * (DATE '...'), an aggregate function, or a column name. */
+/* A word in expression position: TRUE, FALSE, NULL, CAST(...), CASE ... END, a typed
+ * literal (DATE '...'), an aggregate or scalar function call, or a column name. */
 static int p_word(sql_parser *P, fr_expr **out, int *d)
 {
     const sql_token t = P->cur;
@@ -678,6 +771,10 @@ static int p_word(sql_parser *P, fr_expr **out, int *d)
         sql_p_advance(P);
         return p_cast(P, t.pos, out, d);
     }
+    if (sql_tok_is(&t, "CASE")) {
+        sql_p_advance(P);
+        return p_case(P, t.pos, out, d);
+    }
     static const struct {
         const char *word;
         fr_type_id id;
@@ -695,6 +792,11 @@ static int p_word(sql_parser *P, fr_expr **out, int *d)
     if (sql_p_peek2(P)->kind == SQL_T_LPAREN && agg_of(&t) != FR_AGGFN_NONE) {
         sql_p_advance(P);
         return p_aggregate(P, agg_of(&t), t.pos, out, d);
+    }
+    fr_expr_func func = fr_expr_func_lookup(t.p, t.n);
+    if (sql_p_peek2(P)->kind == SQL_T_LPAREN && func != FR_FN_NONE) {
+        sql_p_advance(P);
+        return p_function(P, func, t.pos, out, d);
     }
     if (sql_p_peek2(P)->kind == SQL_T_LPAREN) {
         char w[64];
@@ -851,31 +953,15 @@ static fr_expr_op compare_op(sql_tok_kind k)
 static int p_in_list(sql_parser *P, sql_pos pos, bool negated, fr_expr **l, int *dl)
 {
     FR_TRY(sql_p_expect_tok(P, SQL_T_LPAREN, "'(' after IN"));
-    int cap = 8, n = 1, depth = *dl;
-    fr_expr **args = sql_p_alloc(P, sizeof *args * (size_t)cap);
-    if (!args) return P->rc;
-    args[0] = *l;
+    p_list list = {0};
+    FR_TRY(list_push(P, &list, *l, *dl));
     do {
-        if (n == cap) {
-            fr_expr **bigger = sql_p_alloc(P, sizeof *args * (size_t)cap * 2);
-            if (!bigger) return P->rc;
-            memcpy(bigger, args, sizeof *args * (size_t)n);
-            args = bigger;
-            cap *= 2;
-        }
-        int di;
-        FR_TRY(p_expr_d(P, &args[n++], &di));
-        if (di > depth) depth = di;
+        FR_TRY(list_expr(P, &list));
     } while (sql_p_accept_tok(P, SQL_T_COMMA));
     FR_TRY(sql_p_expect_tok(P, SQL_T_RPAREN, "',' or ')' in the IN list"));
-    fr_expr *e = new_node(P, FR_EX_IN, FR_OP_NONE, 0, pos);
-    if (!e) return P->rc;
-    e->negated = negated;
-    e->nargs = n;
-    e->args = args;
-    *l = e;
-    *dl = depth + 1;
-    return check_depth(P, *dl, pos);
+    FR_TRY(list_node(P, FR_EX_IN, pos, &list, l, dl));
+    (*l)->negated = negated;
+    return 0;
 }
 
 /* [NOT] IN, [NOT] BETWEEN, [NOT] LIKE after a left operand. */

@@ -78,7 +78,9 @@ static bool has_aggregate(const fr_expr *e)
 static bool same_expr(const fr_expr *a, const fr_expr *b)
 {
     if (a->kind != b->kind || a->op != b->op || a->negated != b->negated ||
-        a->nargs != b->nargs || a->agg != b->agg || a->distinct != b->distinct)
+        a->nargs != b->nargs || a->agg != b->agg || a->distinct != b->distinct ||
+        a->func != b->func || a->case_operand != b->case_operand ||
+        a->case_else != b->case_else)
         return false;
     if (a->kind == FR_EX_COLUMN && strcasecmp(a->name, b->name) != 0) return false;
     if (a->kind == FR_EX_CAST && (!fr_type_equal(&a->cast_type, &b->cast_type) ||
@@ -261,6 +263,14 @@ static int plan_aggregating(q_plan *q, fr_error *err)
     }
     if (st->having) FR_TRY(rewrite(q, st->having, &o->where, err));
     FR_TRY(plan_keys(q, &o->items, &o->nitems, err));
+    if (st->ngroup_by == 0 && q->naggs == 0) {
+        /* A HAVING over constants alone (SELECT 0 FROM t HAVING 1 < 2): the one group still
+         * needs a column to carry its row, so it counts rows nobody reads. */
+        fr_expr *count = fr_expr_node(q->arena, FR_EX_AGGREGATE, FR_OP_NONE, 0, NULL);
+        if (!count) return oom(err);
+        count->agg = FR_AGGFN_COUNT;
+        FR_TRY(agg_index(q, count, err));
+    }
     sql_stmt *r = &q->read;
     for (int g = 0; g < st->ngroup_by; g++) {
         if (has_aggregate(st->group_by[g]))

@@ -3,8 +3,9 @@
  * "name TYPE, ..." text, and batches from "v|v|v; v|v|v" rows.
  *
  * The parser is a test tool, not the SQL layer's: it knows just enough syntax to write
- * expressions (operators, IN, BETWEEN, LIKE, IS NULL, CAST, typed literals) and records the
- * line and column of every node (the column of its first character). */
+ * expressions (operators, IN, BETWEEN, LIKE, IS NULL, CAST, CASE, scalar function calls,
+ * typed literals) and records the line and column of every node (the column of its first
+ * character). */
 #ifndef FIRTH_EXPR_TESTKIT_H
 #define FIRTH_EXPR_TESTKIT_H
 
@@ -140,6 +141,47 @@ static fr_expr *tk_number(tk_parser *p, size_t at)
     return tk_lit(p, v, at);
 }
 
+/* CASE [operand] WHEN w THEN t ... [ELSE x] END, CASE behind; at most 64 operands. */
+static fr_expr *tk_case(tk_parser *p, size_t at)
+{
+    fr_expr *args[64];
+    int n = 0;
+    tk_space(p);
+    size_t save = p->pos;
+    bool operand = !tk_accept(p, "WHEN");
+    p->pos = save;
+    if (operand) args[n++] = tk_expr(p);
+    while (n < 62 && tk_accept(p, "WHEN")) {
+        args[n++] = tk_expr(p);
+        tk_expect(p, "THEN");
+        args[n++] = tk_expr(p);
+    }
+    bool has_else = tk_accept(p, "ELSE");
+    if (has_else) args[n++] = tk_expr(p);
+    tk_expect(p, "END");
+    fr_expr *e = tk_at(fr_expr_node(p->arena, FR_EX_CASE, FR_OP_NONE, n, args), at);
+    if (e) {
+        e->case_operand = operand;
+        e->case_else = has_else;
+    }
+    return e;
+}
+
+/* func(args), at the '('; at most 64 arguments. */
+static fr_expr *tk_call(tk_parser *p, fr_expr_func func, size_t at)
+{
+    fr_expr *args[64];
+    int n = 0;
+    tk_expect(p, "(");
+    if (!tk_accept(p, ")")) {
+        do {
+            if (n < 64) args[n++] = tk_expr(p);
+        } while (tk_accept(p, ","));
+        tk_expect(p, ")");
+    }
+    return tk_at(fr_expr_call(p->arena, func, n, args), at);
+}
+
 static fr_expr *tk_primary(tk_parser *p)
 {
     tk_space(p);
@@ -220,10 +262,15 @@ static fr_expr *tk_primary(tk_parser *p)
         if (p->s[p->pos]) p->pos++;
         return tk_at(fr_expr_column(p->arena, name), at);
     }
+    if (tk_accept(p, "CASE")) return tk_case(p, at);
     if (isalpha((unsigned char)c) || c == '_') {
         size_t start = p->pos;
         while (isalnum((unsigned char)p->s[p->pos]) || p->s[p->pos] == '_') p->pos++;
-        char *name = fr_arena_strndup(p->arena, p->s + start, p->pos - start);
+        size_t len = p->pos - start;
+        fr_expr_func func = fr_expr_func_lookup(p->s + start, len);
+        tk_space(p);
+        if (func != FR_FN_NONE && p->s[p->pos] == '(') return tk_call(p, func, at);
+        char *name = fr_arena_strndup(p->arena, p->s + start, len);
         return tk_at(fr_expr_column(p->arena, name), at);
     }
     p->error = "unexpected character";

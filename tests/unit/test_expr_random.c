@@ -4,7 +4,9 @@
  * Random batches (every column type the pruning cares about, nulls from none to all, data
  * sometimes sorted so that min/max are tight) meet random predicates (comparisons with the
  * column on either side, literals of other numeric types, string literals against dates,
- * NULLs, IN, BETWEEN, IS NULL, LIKE, a little arithmetic, nested AND / OR / NOT). For each:
+ * NULLs, IN, BETWEEN, IS NULL, LIKE, a little arithmetic, nested AND / OR / NOT, CASE in both
+ * forms, COALESCE, NULLIF, ABS, CHAR_LENGTH, LOWER and UPPER, and a division that a CASE
+ * guards: it must never raise). For each:
  *   - fr_expr_eval agrees row by row with a reference built on fr_value_compare from the
  *     types layer and a recursive LIKE matcher, under Kleene's three-valued logic;
  *   - fr_expr_filter keeps exactly the rows the reference says are TRUE;
@@ -312,12 +314,120 @@ static fr_expr *rnd_leaf(fr_arena *a)
     return fr_expr_binary(a, op, sum, lit(a, fr_value_int(fr_type_of(FR_T_INT), rnd_int(-10, 10))));
 }
 
+static fr_expr *rnd_pred(fr_arena *a, int depth);
+
+/* CASE over the given WHEN / THEN / ELSE makers: 1-3 pairs, an ELSE now and then. */
+static fr_expr *rnd_case(fr_arena *a, fr_expr *operand, fr_expr *(*when)(fr_arena *, int, int),
+                         fr_expr *(*then)(fr_arena *, int, int), int arg, int depth)
+{
+    fr_expr *args[8];
+    int n = 0, pairs = rnd_int(1, 3);
+    if (operand) args[n++] = operand;
+    for (int i = 0; i < pairs; i++) {
+        args[n++] = when(a, arg, depth);
+        args[n++] = then(a, arg, depth);
+    }
+    bool has_else = chance(60);
+    if (has_else) args[n++] = then(a, arg, depth);
+    fr_expr *e = fr_expr_node(a, FR_EX_CASE, FR_OP_NONE, n, args);
+    e->case_operand = operand != NULL;
+    e->case_else = has_else;
+    return e;
+}
+
+static fr_expr *pred_of(fr_arena *a, int arg, int depth)
+{
+    (void)arg;
+    return rnd_pred(a, depth + 1);
+}
+
+static fr_expr *literal_of(fr_arena *a, int c, int depth)
+{
+    (void)depth;
+    return rnd_literal(a, c);
+}
+
+/* A value of column c's own type: the column, a literal of that type, or NULL. */
+static fr_expr *value_of(fr_arena *a, int c, int depth)
+{
+    (void)depth;
+    if (chance(50)) return col(a, c);
+    if (chance(15)) return lit(a, fr_value_null(fr_type_of(FR_T_INT)));
+    return lit(a, rnd_value(c, 21));
+}
+
+static fr_expr *call(fr_arena *a, fr_expr_func f, fr_expr *x, fr_expr *y)
+{
+    fr_expr *args[2] = {x, y};
+    return fr_expr_call(a, f, y ? 2 : 1, args);
+}
+
+/* Leaves over CASE and the scalar functions: a value compared with a literal, or a
+ * BOOLEAN CASE of predicates. */
+static fr_expr *rnd_func_leaf(fr_arena *a, int depth)
+{
+    static const fr_expr_op ops[] = {FR_OP_EQ, FR_OP_NE, FR_OP_LT, FR_OP_LE, FR_OP_GT, FR_OP_GE};
+    fr_expr_op op = ops[rnd_int(0, 5)];
+    int c = rnd_int(0, NCOLS - 1);
+    bool numeric = c <= C_DEC;
+    fr_expr *x;
+    switch (rnd_int(0, 7)) {
+    case 0: /* CASE WHEN p THEN v ... END op k; one result is the column, which types it */
+        x = rnd_case(a, NULL, pred_of, value_of, c, depth);
+        x->args[1] = col(a, c);
+        break;
+    case 1: /* CASE col WHEN k THEN p ... END: a predicate */
+        return rnd_case(a, col(a, c), literal_of, pred_of, c, depth);
+    case 2: {
+        fr_expr *args[3] = {value_of(a, c, depth), value_of(a, c, depth), value_of(a, c, depth)};
+        int n = rnd_int(1, 3);
+        args[rnd_int(0, n - 1)] = col(a, c); /* types the result */
+        x = fr_expr_call(a, FR_FN_COALESCE, n, args);
+        break;
+    }
+    case 3:
+        x = call(a, FR_FN_NULLIF, col(a, c), rnd_literal(a, c));
+        if (chance(30)) {
+            fr_expr *e = fr_expr_node(a, FR_EX_IS_NULL, FR_OP_NONE, 1, &x);
+            e->negated = chance(50);
+            return e;
+        }
+        break;
+    case 4: { /* the division happens only where the divisor is not 0 */
+        fr_value zero = fr_value_int(fr_type_of(FR_T_INT), 0);
+        fr_value hundred = fr_value_int(fr_type_of(FR_T_INT), 100);
+        fr_expr *args[3] = {fr_expr_binary(a, FR_OP_NE, col(a, C_INT), lit(a, zero)),
+                            fr_expr_binary(a, FR_OP_DIV, lit(a, hundred), col(a, C_INT)), lit(a, zero)};
+        x = fr_expr_node(a, FR_EX_CASE, FR_OP_NONE, 3, args);
+        x->case_else = true;
+        return fr_expr_binary(a, op, x, lit(a, fr_value_int(fr_type_of(FR_T_INT), rnd_int(-30, 30))));
+    }
+    case 5:
+        if (!numeric) c = C_DEC;
+        x = call(a, FR_FN_ABS, col(a, c), NULL);
+        break;
+    case 6: {
+        x = call(a, FR_FN_CHAR_LENGTH, col(a, C_STR), NULL);
+        return fr_expr_binary(a, op, x, lit(a, fr_value_int(fr_type_of(FR_T_INT), rnd_int(0, 3))));
+    }
+    default: { /* UPPER(s) or LOWER(s) against a string in either case */
+        static const char *const cased[] = {"A", "AB", "a", "Ab", "\xc3\xa9", "\xc3\x89", "X_Y", "ZZ", ""};
+        const char *k = cased[rnd_int(0, 8)];
+        x = call(a, chance(50) ? FR_FN_UPPER : FR_FN_LOWER, col(a, C_STR), NULL);
+        return fr_expr_binary(a, op, x, lit(a, fr_value_str(fr_type_of(FR_T_STRING), k, strlen(k))));
+    }
+    }
+    return fr_expr_binary(a, op, x, rnd_literal(a, c));
+}
+
 static fr_expr *rnd_pred(fr_arena *a, int depth)
 {
-    int k = depth >= 3 ? 0 : rnd_int(0, 9);
-    if (k < 5) return rnd_leaf(a);
+    int k = depth >= 3 ? 0 : rnd_int(0, 11);
+    if (k < 5) return chance(12) ? rnd_func_leaf(a, depth) : rnd_leaf(a);
     if (k < 7) return fr_expr_binary(a, FR_OP_AND, rnd_pred(a, depth + 1), rnd_pred(a, depth + 1));
     if (k < 9) return fr_expr_binary(a, FR_OP_OR, rnd_pred(a, depth + 1), rnd_pred(a, depth + 1));
+    if (k == 10) return rnd_case(a, NULL, pred_of, pred_of, 0, depth);
+    if (k == 11) return call(a, FR_FN_COALESCE, rnd_pred(a, depth + 1), rnd_pred(a, depth + 1));
     fr_expr *x = rnd_pred(a, depth + 1);
     return fr_expr_node(a, FR_EX_UNARY, FR_OP_NOT, 1, &x);
 }
@@ -349,10 +459,85 @@ static bool ref_like(const uint8_t *s, size_t n, const uint8_t *p, size_t m)
     return s[0] == p[0] && ref_like(s + 1, n - 1, p + 1, m - 1);
 }
 
+static int ref_pred(const fr_expr *e, const fr_batch *b, int64_t row);
+static int ref_cmp(fr_expr_op op, fr_value x, fr_value y);
+static fr_value ref_value(const fr_expr *e, const fr_batch *b, int64_t row);
+
+/* The argument a CASE gives for the row, or -1 (NULL). */
+static int ref_case_branch(const fr_expr *e, const fr_batch *b, int64_t row)
+{
+    int first = e->case_operand ? 1 : 0, end = e->nargs - (e->case_else ? 1 : 0);
+    fr_value v = first ? ref_value(e->args[0], b, row) : fr_value_null(e->type);
+    for (int i = first; i < end; i += 2) {
+        int t = e->case_operand ? ref_cmp(FR_OP_EQ, v, ref_value(e->args[i], b, row)) : ref_pred(e->args[i], b, row);
+        if (t == R_TRUE) return i + 1;
+    }
+    return e->case_else ? e->nargs - 1 : -1;
+}
+
+static int64_t ref_chars(fr_value s)
+{
+    int64_t n = 0;
+    for (size_t i = 0; i < s.v.s.len; n++) {
+        size_t k = utf8_len(s.v.s.ptr[i]);
+        i += k < s.v.s.len - i ? k : s.v.s.len - i;
+    }
+    return n;
+}
+
+/* LOWER and UPPER into one of a few rotating buffers (the test's strings are short). */
+static fr_value ref_fold(fr_value s, bool upper)
+{
+    static char bufs[16][64];
+    static int next;
+    char *out = bufs[next++ % 16];
+    assert_true(s.v.s.len < 64);
+    for (size_t i = 0; i < s.v.s.len; i++) {
+        char ch = (char)s.v.s.ptr[i];
+        if (upper && ch >= 'a' && ch <= 'z') ch = (char)(ch - 'a' + 'A');
+        if (!upper && ch >= 'A' && ch <= 'Z') ch = (char)(ch - 'A' + 'a');
+        out[i] = ch;
+    }
+    s.v.s.ptr = (const uint8_t *)out;
+    return s;
+}
+
+static fr_value ref_func(const fr_expr *e, const fr_batch *b, int64_t row)
+{
+    fr_value x = ref_value(e->args[0], b, row), v = fr_value_null(e->type);
+    switch (e->func) {
+    case FR_FN_COALESCE:
+        for (int i = 0; i < e->nargs; i++) {
+            fr_value y = ref_value(e->args[i], b, row);
+            if (!y.is_null) return y;
+        }
+        return v;
+    case FR_FN_NULLIF: {
+        fr_value y = ref_value(e->args[1], b, row);
+        return x.is_null || ref_cmp(FR_OP_EQ, x, y) == R_TRUE ? v : x;
+    }
+    case FR_FN_ABS:
+        if (x.is_null) return v;
+        if (x.type.id == FR_T_DECIMAL) x.v.d = x.v.d < 0 ? -x.v.d : x.v.d;
+        else if (x.type.id == FR_T_DOUBLE || x.type.id == FR_T_FLOAT) x.v.f = fabs(x.v.f);
+        else x = fr_value_int(fr_type_of(FR_T_BIGINT), x.v.i < 0 ? -x.v.i : x.v.i);
+        return x;
+    case FR_FN_CHAR_LENGTH: return x.is_null ? v : fr_value_int(fr_type_of(FR_T_INT), ref_chars(x));
+    case FR_FN_LOWER:
+    case FR_FN_UPPER: return x.is_null ? v : ref_fold(x, e->func == FR_FN_UPPER);
+    default: fail_msg("unexpected function %d", e->func); return v;
+    }
+}
+
 static fr_value ref_value(const fr_expr *e, const fr_batch *b, int64_t row)
 {
     fr_value v;
     if (e->kind == FR_EX_LITERAL) return e->value;
+    if (e->kind == FR_EX_FUNC) return ref_func(e, b, row);
+    if (e->kind == FR_EX_CASE) {
+        int k = ref_case_branch(e, b, row);
+        return k < 0 ? fr_value_null(e->type) : ref_value(e->args[k], b, row);
+    }
     if (e->kind == FR_EX_COLUMN) {
         fr_column_get(fr_batch_column(b, e->column), row, &v);
         return v;
@@ -364,13 +549,19 @@ static fr_value ref_value(const fr_expr *e, const fr_batch *b, int64_t row)
         if (fr_value_cast(&x, &e->cast_type, NULL, &v, &err) < 0) fail_msg("reference cast: %s", err.msg);
         return v;
     }
-    assert_int_equal(e->kind, FR_EX_BINARY); /* the arithmetic leaf */
+    assert_int_equal(e->kind, FR_EX_BINARY); /* the arithmetic leaves */
     fr_value x = ref_value(e->args[0], b, row), y = ref_value(e->args[1], b, row);
     v = fr_value_null(e->type);
     if (x.is_null || y.is_null) return v;
     v.is_null = false;
-    if (x.type.id == FR_T_DOUBLE) v.v.f = e->op == FR_OP_ADD ? x.v.f + y.v.i : x.v.f * y.v.i;
-    else v.v.i = e->op == FR_OP_ADD ? x.v.i + y.v.i : x.v.i * y.v.i;
+    if (e->op == FR_OP_DIV) { /* 100 / i, only where i <> 0 */
+        if (y.v.i == 0) fail_msg("the reference divides by zero: a CASE chose the wrong branch");
+        v.v.i = x.v.i / y.v.i;
+    } else if (x.type.id == FR_T_DOUBLE) {
+        v.v.f = e->op == FR_OP_ADD ? x.v.f + y.v.i : x.v.f * y.v.i;
+    } else {
+        v.v.i = e->op == FR_OP_ADD ? x.v.i + y.v.i : x.v.i * y.v.i;
+    }
     return v;
 }
 
@@ -436,6 +627,16 @@ static int ref_pred(const fr_expr *e, const fr_batch *b, int64_t row)
         int r = ref_like(x.v.s.ptr, x.v.s.len, p.v.s.ptr, p.v.s.len);
         return e->negated ? ref_not(r) : r;
     }
+    case FR_EX_CASE: {
+        int k = ref_case_branch(e, b, row);
+        return k < 0 ? R_NULL : ref_pred(e->args[k], b, row);
+    }
+    case FR_EX_FUNC: /* COALESCE of predicates */
+        for (int i = 0; i < e->nargs; i++) {
+            int r = ref_pred(e->args[i], b, row);
+            if (r != R_NULL) return r;
+        }
+        return R_NULL;
     default: fail_msg("unexpected node kind %d", e->kind); return R_NULL;
     }
 }

@@ -88,10 +88,36 @@ static void print_literal(const fr_value *v, fr_buf *b)
     print_type(&v->type, b);
 }
 
+static void print_expr(const fr_expr *e, fr_buf *b);
+
+/* (CASE [operand] WHEN w THEN t ... [ELSE x]) */
+static void print_case(const fr_expr *e, fr_buf *b)
+{
+    int first = e->case_operand ? 1 : 0, end = e->nargs - (e->case_else ? 1 : 0);
+    fr_buf_printf(b, NULL, "(CASE");
+    if (e->case_operand) {
+        fr_buf_printf(b, NULL, " ");
+        print_expr(e->args[0], b);
+    }
+    for (int i = first; i + 1 < end; i += 2) {
+        fr_buf_printf(b, NULL, " WHEN ");
+        print_expr(e->args[i], b);
+        fr_buf_printf(b, NULL, " THEN ");
+        print_expr(e->args[i + 1], b);
+    }
+    if (e->case_else) {
+        fr_buf_printf(b, NULL, " ELSE ");
+        print_expr(e->args[e->nargs - 1], b);
+    }
+    fr_buf_printf(b, NULL, ")");
+}
+
 /* A tree as an S-expression: (AND a (= b 1:INT)). */
 static void print_expr(const fr_expr *e, fr_buf *b)
 {
     switch (e->kind) {
+    case FR_EX_CASE: print_case(e, b); return;
+    case FR_EX_FUNC: fr_buf_printf(b, NULL, "(%s", fr_expr_func_name(e->func)); break;
     case FR_EX_LITERAL: print_literal(&e->value, b); return;
     case FR_EX_COLUMN: fr_buf_printf(b, NULL, "%s", e->name); return;
     case FR_EX_AGGREGATE:
@@ -213,6 +239,84 @@ static void test_predicates(void **state)
     assert_expr("CAST(a + 1 AS STRING) || 'x'", "(|| (CAST (+ a 1:INT) STRING) 'x')");
     assert_expr("cast(a as timestamp(3) with local time zone)", "(CAST a TIMESTAMP_LTZ(3))");
     assert_expr("a = b IS NULL", "(IS NULL (= a b))");
+}
+
+/* ---- CASE and scalar functions -------------------------------------------------------- */
+
+static void test_case(void **state)
+{
+    (void)state;
+    assert_expr("CASE WHEN a > 1 THEN 'x' END", "(CASE WHEN (> a 1:INT) THEN 'x')");
+    assert_expr("case when a then 1 when b then 2 else 3 end",
+                "(CASE WHEN a THEN 1:INT WHEN b THEN 2:INT ELSE 3:INT)");
+    assert_expr("CASE a WHEN 1 THEN 'one' WHEN 2 THEN 'two' ELSE NULL END",
+                "(CASE a WHEN 1:INT THEN 'one' WHEN 2:INT THEN 'two' ELSE NULL)");
+    assert_expr("CASE a + 1 WHEN b THEN c END", "(CASE (+ a 1:INT) WHEN b THEN c)");
+    /* CASE is a primary: it binds tighter than any operator around it. */
+    assert_expr("CASE WHEN a THEN 1 ELSE 2 END + 1 = x",
+                "(= (+ (CASE WHEN a THEN 1:INT ELSE 2:INT) 1:INT) x)");
+    assert_expr("CASE WHEN a OR b AND NOT c THEN x IS NULL END",
+                "(CASE WHEN (OR a (AND b (NOT c))) THEN (IS NULL x))");
+    assert_expr("CASE WHEN CASE a WHEN 1 THEN TRUE END THEN CASE WHEN b THEN 1 END END",
+                "(CASE WHEN (CASE a WHEN 1:INT THEN TRUE) THEN (CASE WHEN b THEN 1:INT))");
+    assert_parse_error("SELECT CASE END", FR_ESYNTAX,
+                       "line 1, column 13: expected WHEN after CASE, found 'END'");
+    assert_parse_error("SELECT CASE ELSE 1 END", FR_ESYNTAX,
+                       "line 1, column 13: expected WHEN after CASE, found 'ELSE'");
+    assert_parse_error("SELECT CASE a END", FR_ESYNTAX,
+                       "line 1, column 15: expected WHEN, found 'END'");
+    assert_parse_error("SELECT CASE WHEN a 1 END", FR_ESYNTAX,
+                       "line 1, column 20: expected THEN, found '1'");
+    assert_parse_error("SELECT CASE WHEN a THEN 1", FR_ESYNTAX,
+                       "line 1, column 26: expected WHEN, ELSE or END, found end of input");
+    assert_parse_error("SELECT CASE WHEN a THEN 1 ELSE 2 FROM t", FR_ESYNTAX,
+                       "line 1, column 34: expected END to close CASE, found 'FROM'");
+    assert_parse_error("SELECT CASE WHEN THEN 1 END", FR_ESYNTAX,
+                       "line 1, column 18: expected an expression, found 'THEN'");
+    assert_parse_error("SELECT CASE WHEN a THEN 1 ELSE 2 ELSE 3 END", FR_ESYNTAX,
+                       "line 1, column 34: expected END to close CASE, found 'ELSE'");
+}
+
+static void test_functions(void **state)
+{
+    (void)state;
+    assert_expr("COALESCE(a, 0)", "(COALESCE a 0:INT)");
+    assert_expr("coalesce(a)", "(COALESCE a)");
+    assert_expr("Coalesce(a, b, 'x' || c)", "(COALESCE a b (|| 'x' c))");
+    assert_expr("NULLIF(a, '')", "(NULLIF a '')");
+    assert_expr("abs(-a) + ABS(1)", "(+ (ABS (NEG a)) (ABS 1:INT))");
+    assert_expr("lower(s) = UPPER(t)", "(= (LOWER s) (UPPER t))");
+    assert_expr("char_length(s)", "(CHAR_LENGTH s)");
+    assert_expr("CHARACTER_LENGTH(s)", "(CHAR_LENGTH s)");
+    assert_expr("ABS((a))", "(ABS a)");
+    /* Function names are not reserved: without '(' they are columns. */
+    assert_expr("lower + abs", "(+ lower abs)");
+    assert_expr("coalesce IS NULL", "(IS NULL coalesce)");
+    assert_expr("`lower`", "lower");
+    assert_parse_error("SELECT COALESCE() FROM t", FR_ESYNTAX,
+                       "line 1, column 8: COALESCE needs at least one argument");
+    assert_parse_error("SELECT a,\n  NULLIF(a) FROM t", FR_ESYNTAX,
+                       "line 2, column 3: NULLIF needs 2 arguments, not 1");
+    assert_parse_error("SELECT nullif(a, b, c) FROM t", FR_ESYNTAX,
+                       "line 1, column 8: NULLIF needs 2 arguments, not 3");
+    assert_parse_error("SELECT ABS() FROM t", FR_ESYNTAX,
+                       "line 1, column 8: ABS needs 1 argument, not 0");
+    assert_parse_error("SELECT lower(a, b) FROM t", FR_ESYNTAX,
+                       "line 1, column 8: LOWER needs 1 argument, not 2");
+    assert_parse_error("SELECT ABS(a FROM t", FR_ESYNTAX,
+                       "line 1, column 14: expected ',' or ')' after an argument of ABS, found "
+                       "'FROM'");
+    assert_parse_error("SELECT COALESCE(a,) FROM t", FR_ESYNTAX,
+                       "line 1, column 19: expected an expression, found ')'");
+    assert_parse_error("SELECT ABS(*) FROM t", FR_ESYNTAX,
+                       "line 1, column 12: expected an expression, found '*'");
+    assert_parse_error("SELECT ABS(DISTINCT a) FROM t", FR_ESYNTAX,
+                       "line 1, column 12: expected an expression, found 'DISTINCT'");
+    assert_parse_error("SELECT ABS(a", FR_ESYNTAX,
+                       "line 1, column 13: expected ',' or ')' after an argument of ABS, found "
+                       "end of input");
+    assert_parse_error("SELECT upper(", FR_ESYNTAX,
+                       "line 1, column 14: expected an expression, found end of input");
 }
 
 /* ---- literals -------------------------------------------------------------------------- */
@@ -545,8 +649,8 @@ static void test_select_items(void **state)
     assert_parse_error("SELECT a FROM select", FR_ESYNTAX,
                        "line 1, column 15: expected a table name, found the reserved word "
                        "'select' (write `select` to use it as a name)");
-    assert_parse_error("SELECT lower(a) FROM t", FR_EUNSUPPORTED,
-                       "line 1, column 8: unknown function 'lower'");
+    assert_parse_error("SELECT substr(a) FROM t", FR_EUNSUPPORTED,
+                       "line 1, column 8: unknown function 'substr'");
     assert_parse_error("SELECT a FROM t WHERE s LIKE 'a' ESCAPE '!'", FR_EUNSUPPORTED,
                        "line 1, column 34: LIKE ... ESCAPE is not supported");
     assert_parse_error("SELECT a FROM t\nWHERE a >", FR_ESYNTAX,
@@ -726,7 +830,8 @@ static void test_clone(void **state)
     (void)state;
     fr_expr *e = NULL;
     fr_error err = {0};
-    const char *text = "a IN (1, 2) AND NOT b LIKE 'x%' OR CAST(c AS INT) BETWEEN 1 AND 2";
+    const char *text = "a IN (1, 2) AND NOT b LIKE 'x%' OR CAST(c AS INT) BETWEEN 1 AND 2 OR "
+                       "CASE a WHEN 1 THEN COALESCE(b, c) = 'x' ELSE ABS(a) > 1 END";
     assert_int_equal(sql_parse_expression(text, strlen(text), arena, &e, &err), 0);
     fr_expr *c = sql_expr_clone(arena, e);
     assert_non_null(c);
@@ -752,7 +857,9 @@ static void test_alloc_failures(void **state)
         "PRIMARY KEY (a) NOT ENFORCED) WITH ('bucket.num' = '4');\n"
         "INSERT INTO t (a, b) VALUES (1, 'x'), (2, 'it''s'), (3, X'0a');\n"
         "SELECT a, b AS c, a + 1 FROM t WHERE a IN (1, 2) OR b LIKE 'x%' AND NOT a BETWEEN 1 "
-        "AND 2 LIMIT 3";
+        "AND 2 LIMIT 3;\n"
+        "SELECT CASE a WHEN 1 THEN COALESCE(b, 'x', 'y') ELSE NULLIF(b, 'z') END, "
+        "CASE WHEN a > 1 THEN LOWER(b) END FROM t";
     int failures = 0;
     for (long n = 1;; n++) {
         fr_error err = {0};
@@ -773,6 +880,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_precedence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_predicates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_case, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_functions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_literals_numbers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_literals_other, setup, teardown),
         cmocka_unit_test_setup_teardown(test_literal_errors, setup, teardown),

@@ -1,0 +1,1 @@
+CASE WHEN a > 1 THEN s WHEN bo THEN vc ELSE 'x' END

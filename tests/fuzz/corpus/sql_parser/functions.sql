@@ -1,0 +1,1 @@
+COALESCE(NULLIF(a, 0), ABS(b), ti) + CHAR_LENGTH(LOWER(s) || UPPER(vc)) - character_length(vc)

@@ -1,0 +1,1 @@
+SELECT ABS(ti), ABS(d), ABS(fl), LOWER(vc), UPPER(s), CHAR_LENGTH(s), NULLIF(f, CAST('NaN' AS DOUBLE)), COALESCE(ts, dt), COALESCE(byt, X'00') FROM t
