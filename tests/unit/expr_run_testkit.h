@@ -100,6 +100,21 @@ TK_UNUSED static const char *bind_type(const char *schema, const char *text)
     return g_out;
 }
 
+/* The expression given as text, parsed and written back by fr_expr_format (unbound). */
+TK_UNUSED static const char *format_of(const char *text)
+{
+    fr_arena *a = fr_arena_new(1024);
+    fr_expr *e = tk_parse(a, text);
+    fr_buf b;
+    fr_buf_init(&b);
+    fr_error err = {0};
+    assert_int_equal(fr_expr_format(e, &b, &err), 0);
+    snprintf(g_out, sizeof g_out, "%.*s", (int)b.len, (char *)b.data);
+    fr_buf_free(&b);
+    fr_arena_free(a);
+    return g_out;
+}
+
 /* Binds and evaluates (and filters, for BOOLEAN) each expression over the same rows with
  * the n-th allocation failing, for every n until one run needs no more: each run either
  * succeeds or fails with FR_ENOMEM, and the result afterwards is the same as before. */

@@ -613,20 +613,6 @@ static void test_filter_requires_boolean(void **state)
 
 /* ---- format and columns ---------------------------------------------------------------- */
 
-static const char *format_of(const char *text)
-{
-    fr_arena *a = fr_arena_new(1024);
-    fr_expr *e = tk_parse(a, text);
-    fr_buf b;
-    fr_buf_init(&b);
-    fr_error err = {0};
-    assert_int_equal(fr_expr_format(e, &b, &err), 0);
-    snprintf(g_out, sizeof g_out, "%.*s", (int)b.len, (char *)b.data);
-    fr_buf_free(&b);
-    fr_arena_free(a);
-    return g_out;
-}
-
 static void test_format(void **state)
 {
     (void)state;
