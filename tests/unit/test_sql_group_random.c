@@ -56,7 +56,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "sql/sql.h"
+#include "sql_testkit.h"
 #include "test_rng.h"
 
 #define ROWS_MAX 7000       /* rows of the table after the last step */
@@ -294,32 +294,13 @@ static int query_no;         /* of the run, for messages */
 static int setup(void **state)
 {
     (void)state;
-    const char *base = getenv("FIRTH_TEST_TMP");
-    if (!base || !*base) base = "/tmp";
-    fr_error err = {0};
-    if (fr_mkdirs(base, &err) < 0) return -1;
-    snprintf(dir, sizeof dir, "%s/test_sql_group_random.XXXXXX", base);
-    if (!mkdtemp(dir)) return -1;
-    fr_engine_options o;
-    fr_engine_options_default(&o);
-    o.data_dir = dir;
-    o.flush = FR_FLUSH_NONE;
-    o.retention_check_interval_ms = 0;
-    o.auto_partition_check_interval_ms = 0;
-    if (fr_engine_open(&o, &engine, &err) < 0 || fr_sql_session_new(engine, &session, &err) < 0) {
-        fprintf(stderr, "setup: %s\n", err.msg);
-        return -1;
-    }
-    return 0;
+    return sql_tk_open(dir, sizeof dir, "test_sql_group_random", &engine, &session);
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    fr_sql_session_free(session);
-    fr_engine_close(engine);
-    fr_error err = {0};
-    fr_remove_tree(dir, &err);
+    sql_tk_close(dir, engine, session);
     return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "sql/sql_int.h"
+#include "sql_testkit.h"
 
 static char dir[1024];
 static fr_engine *engine;
@@ -22,23 +23,7 @@ static fr_arena *arena;
 static int setup(void **state)
 {
     (void)state;
-    const char *base = getenv("FIRTH_TEST_TMP");
-    if (!base || !*base) base = "/tmp";
-    fr_error err = {0};
-    if (fr_mkdirs(base, &err) < 0) return -1;
-    snprintf(dir, sizeof dir, "%s/test_sql_lake.XXXXXX", base);
-    if (!mkdtemp(dir)) return -1;
-    fr_engine_options o;
-    fr_engine_options_default(&o);
-    o.data_dir = dir;
-    o.flush = FR_FLUSH_NONE;
-    o.retention_check_interval_ms = 0;
-    o.auto_partition_check_interval_ms = 0;
-    o.lake_tiering_threads = 0;
-    if (fr_engine_open(&o, &engine, &err) < 0 || fr_sql_session_new(engine, &session, &err) < 0) {
-        fprintf(stderr, "setup: %s\n", err.msg);
-        return -1;
-    }
+    if (sql_tk_open(dir, sizeof dir, "test_sql_lake", &engine, &session) < 0) return -1;
     arena = fr_arena_new(4096);
     return arena ? 0 : -1;
 }
@@ -47,10 +32,7 @@ static int teardown(void **state)
 {
     (void)state;
     fr_arena_free(arena);
-    fr_sql_session_free(session);
-    fr_engine_close(engine);
-    fr_error err = {0};
-    fr_remove_tree(dir, &err);
+    sql_tk_close(dir, engine, session);
     return 0;
 }
 
